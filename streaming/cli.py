@@ -1,0 +1,121 @@
+"""The streaming job's entry point: ``python -m streaming run PIPELINE [options]``.
+
+This is what Dagster launches (through Dagster Pipes, with ``--pipes``) and what ``kappa run``
+calls in-process. SIGINT or SIGTERM stops the query at a micro-batch boundary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from collections.abc import Sequence
+from types import FrameType
+
+from kappa.errors import KappaError
+from kappa.settings import Settings, load_settings
+from streaming.deployment import Deployment
+from streaming.errors import StreamingError
+from streaming.pipelines import get_pipeline
+from streaming.reporting import LogReporter, Reporter, Snapshot
+from streaming.runner import PipelineRunner, RunOptions
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("pipeline", help="pipeline name, e.g. customers")
+    parser.add_argument("--version", help="deployment version (default: the pipeline's declared)")
+    parser.add_argument(
+        "--until-caught-up",
+        action="store_true",
+        help="process everything available now (availableNow trigger) and exit",
+    )
+    parser.add_argument(
+        "--trigger-interval",
+        default="1 second",
+        help="micro-batch interval in continuous mode (default: 1 second)",
+    )
+    parser.add_argument(
+        "--max-offsets-per-trigger", type=int, default=None, help="cap on records per micro-batch"
+    )
+    parser.add_argument(
+        "--starting-offsets",
+        default="earliest",
+        help="earliest | latest | JSON offsets, for a new checkpoint only",
+    )
+    parser.add_argument(
+        "--report-every",
+        type=float,
+        default=5.0,
+        help="seconds between progress reports (default: 5)",
+    )
+
+
+def options_from_args(args: argparse.Namespace) -> RunOptions:
+    return RunOptions(
+        until_caught_up=args.until_caught_up,
+        trigger_interval=args.trigger_interval,
+        max_offsets_per_trigger=args.max_offsets_per_trigger,
+        starting_offsets=args.starting_offsets,
+        report_every_s=args.report_every,
+    )
+
+
+def run_pipeline(
+    settings: Settings,
+    pipeline_name: str,
+    version: str | None,
+    options: RunOptions,
+    reporter: Reporter,
+) -> Snapshot:
+    """Run one deployment in this process until caught up or stopped by a signal."""
+    from streaming.spark_session import build_spark_session
+
+    pipeline = get_pipeline(pipeline_name)
+    deployment = Deployment(pipeline.name, version or pipeline.version, settings.home)
+    _check_broker(settings, pipeline.topics)
+    spark = build_spark_session(
+        settings.spark.master, settings.spark.conf, app_name=f"kappa-{deployment.id}"
+    )
+    runner = PipelineRunner(
+        spark, pipeline, deployment, settings.kafka.client_config(), options, reporter
+    )
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        runner.request_stop()
+
+    previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        return runner.run()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _check_broker(settings: Settings, topics: Sequence[str]) -> None:
+    from streaming.kafka_log import KafkaLog, topic_partitions_or_error
+
+    with KafkaLog(settings.kafka.client_config(), timeout_s=5.0) as log:
+        topic_partitions_or_error(log, list(topics))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m streaming")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run one pipeline")
+    add_run_arguments(run)
+    run.add_argument("--pipes", action="store_true", help="report to Dagster through Pipes")
+    args = parser.parse_args(argv)
+    try:
+        settings = load_settings()
+        options = options_from_args(args)
+        if args.pipes:
+            from streaming.pipes_reporter import pipes_reporter
+
+            with pipes_reporter() as reporter:
+                run_pipeline(settings, args.pipeline, args.version, options, reporter)
+        else:
+            run_pipeline(settings, args.pipeline, args.version, options, LogReporter())
+    except (KappaError, StreamingError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0

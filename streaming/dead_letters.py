@@ -1,0 +1,63 @@
+"""The dead-letter table: records a pipeline could not decode, kept whole with the reason.
+
+It is an append-only Delta table per deployment. Appends are idempotent by batch id (the same
+application-transaction trick as the compacted table), so a replayed batch adds nothing twice.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+
+SCHEMA = pa.schema(
+    [
+        ("key", pa.binary()),
+        ("value", pa.binary()),
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("offset", pa.int64()),
+        ("timestamp", pa.timestamp("us", tz="UTC")),
+        ("error", pa.string()),
+        ("batch_id", pa.int64()),
+    ]
+)
+
+
+class DeadLetters:
+    def __init__(self, path: Path, app_id: str) -> None:
+        self.path = path
+        self.app_id = app_id
+
+    def append(self, records: pa.Table, batch_id: int) -> int:
+        """Append one batch's dead letters; returns how many were written (0 on a replay)."""
+        if records.num_rows == 0:
+            return 0
+        exists = DeltaTable.is_deltatable(str(self.path))
+        if exists:
+            done = DeltaTable(str(self.path)).transaction_version(self.app_id)
+            if done is not None and done >= batch_id:
+                return 0
+        ids = pa.array([batch_id] * records.num_rows, pa.int64())
+        table = records.append_column("batch_id", ids).select(SCHEMA.names).cast(SCHEMA)
+        self.path.mkdir(parents=True, exist_ok=True)
+        write_deltalake(
+            str(self.path),
+            table,
+            mode="append",
+            commit_properties=CommitProperties(
+                app_transactions=[Transaction(self.app_id, batch_id)]
+            ),
+        )
+        return records.num_rows
+
+    def count(self) -> int:
+        if not DeltaTable.is_deltatable(str(self.path)):
+            return 0
+        return DeltaTable(str(self.path)).count()
+
+    def read(self) -> pa.Table:
+        if not DeltaTable.is_deltatable(str(self.path)):
+            return SCHEMA.empty_table()
+        return DeltaTable(str(self.path)).to_pyarrow_table()

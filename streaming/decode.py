@@ -1,0 +1,103 @@
+"""Decoding raw Kafka records into typed rows, and separating out the ones that cannot be.
+
+A record is dead-lettered, with its reason, when its key is missing or not UTF-8, its value is not
+UTF-8, not JSON, has a field of the wrong type, lacks a required field, or is a tombstone on a
+pipeline that does not accept them. Everything is vectorised Spark SQL: no Python UDFs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import StringType, StructField, StructType
+
+from streaming.pipeline import Pipeline
+
+CORRUPT = "_corrupt_record"
+META_COLUMNS = ("_key", "_tombstone", "_topic", "_partition", "_offset", "_timestamp")
+
+
+def value_struct(pipeline: Pipeline) -> StructType:
+    parsed = StructType.fromDDL(pipeline.value_schema)
+    return StructType([*parsed.fields, StructField(CORRUPT, StringType(), True)])
+
+
+@dataclass(frozen=True)
+class Decoded:
+    """One decoded micro-batch. Call :meth:`release` when done with it."""
+
+    good: DataFrame
+    dead: DataFrame
+    cached: DataFrame
+
+    def release(self) -> None:
+        self.cached.unpersist()
+
+
+def decode(raw: DataFrame, pipeline: Pipeline) -> Decoded:
+    """Split one micro-batch of raw records into good rows and dead letters.
+
+    Good rows have the value's fields as columns plus ``_key`` (string), ``_tombstone``,
+    ``_topic``, ``_partition``, ``_offset`` and ``_timestamp``. Dead letters keep the raw record
+    and an ``error`` column. The parsed batch is cached so the source is read only once.
+    """
+    schema = value_struct(pipeline)
+    text = F.col("value").cast("string")
+    parsed = raw.withColumn(
+        "_value",
+        F.when(
+            F.col("value").isNotNull(),
+            F.from_json(text, schema, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}),
+        ),
+    ).withColumn("error", _error(pipeline))
+    parsed = parsed.cache()
+    dead = parsed.where(F.col("error").isNotNull()).select(
+        "key", "value", "topic", "partition", "offset", "timestamp", "error"
+    )
+    fields = [f.name for f in schema.fields if f.name != CORRUPT]
+    good = parsed.where(F.col("error").isNull()).select(
+        *[F.col("_value")[name].alias(name) for name in fields],
+        F.col("key").cast("string").alias("_key"),
+        F.col("value").isNull().alias("_tombstone"),
+        F.col("topic").alias("_topic"),
+        F.col("partition").alias("_partition"),
+        F.col("offset").alias("_offset"),
+        F.col("timestamp").alias("_timestamp"),
+    )
+    return Decoded(good, dead, parsed)
+
+
+def _error(pipeline: Pipeline) -> Column:
+    """The first reason a record is bad, or null."""
+    value = F.col("_value")
+    checks: list[tuple[Column, Column]] = [
+        (F.col("key").isNull(), F.lit("record has no key")),
+        (~F.is_valid_utf8(F.col("key")), F.lit("key is not valid UTF-8")),
+    ]
+    if not pipeline.accepts_tombstones:
+        reason = "null value (tombstone) on a topic whose records cannot be deleted"
+        checks.append((F.col("value").isNull(), F.lit(reason)))
+    checks += [
+        (
+            F.col("value").isNotNull() & ~F.is_valid_utf8(F.col("value")),
+            F.lit("value is not valid UTF-8"),
+        ),
+        (
+            F.col("value").isNotNull() & value[CORRUPT].isNotNull(),
+            F.lit(f"value is not a JSON object matching the schema <{pipeline.value_schema}>"),
+        ),
+    ]
+    for name in pipeline.required:
+        checks.append(
+            (
+                F.col("value").isNotNull() & value[name].isNull(),
+                F.lit(f"required field '{name}' is missing or null"),
+            )
+        )
+    expr = None
+    for condition, reason in checks:
+        expr = F.when(condition, reason) if expr is None else expr.when(condition, reason)
+    assert expr is not None
+    return expr

@@ -1,0 +1,197 @@
+"""A Kafka source for Spark Structured Streaming, as a PySpark Python Data Source.
+
+Spark's JVM Kafka connector cannot be installed here (no Maven), so this source speaks Kafka
+through confluent-kafka. It keeps the built-in source's schema and option names, so a pipeline
+can switch to ``format("kafka")`` on a cluster that has the connector::
+
+    spark.dataSource.register(KafkaDataSource)
+    spark.readStream.format("kappa_kafka")
+        .option("kafka.bootstrap.servers", "127.0.0.1:9092")
+        .option("subscribe", "customers,transactions")
+        .option("startingOffsets", "earliest")          # latest | earliest | JSON
+        .option("maxOffsetsPerTrigger", "100000")
+        .load()
+
+Options: ``subscribe`` (comma-separated topics), ``startingOffsets``, ``maxOffsetsPerTrigger``,
+``failOnDataLoss`` (default true), ``includeHeaders`` (default false) and any ``kafka.*`` setting,
+passed to librdkafka without the prefix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
+from pyspark.sql.types import StructType
+
+from streaming import offsets as off
+from streaming.errors import SourceOptionError
+from streaming.kafka_log import KafkaLog, topic_partitions_or_error
+from streaming.kafka_reader import read_range
+
+FORMAT = "kappa_kafka"
+BASE_SCHEMA = (
+    "key binary, value binary, topic string, partition int, offset long, "
+    "timestamp timestamp, timestampType int"
+)
+HEADERS_SCHEMA = BASE_SCHEMA + ", headers array<struct<key: string, value: binary>>"
+
+
+@dataclass(frozen=True)
+class SourceOptions:
+    """The validated options of one Kafka source."""
+
+    topics: tuple[str, ...]
+    client: dict[str, str]
+    starting: str | off.OffsetMap
+    max_offsets_per_trigger: int | None
+    fail_on_data_loss: bool
+    include_headers: bool
+
+    @classmethod
+    def parse(cls, options: dict[str, str]) -> SourceOptions:
+        lowered = {k.lower(): v for k, v in options.items()}
+        topics = tuple(t.strip() for t in lowered.get("subscribe", "").split(",") if t.strip())
+        if not topics:
+            msg = "the Kafka source needs option 'subscribe' (comma-separated topics)"
+            raise SourceOptionError(msg)
+        client = {k[len("kafka.") :]: v for k, v in options.items() if k.startswith("kafka.")}
+        if "bootstrap.servers" not in client:
+            msg = "the Kafka source needs option 'kafka.bootstrap.servers'"
+            raise SourceOptionError(msg)
+        limit = lowered.get("maxoffsetspertrigger")
+        if limit is not None and (not limit.isdigit() or int(limit) <= 0):
+            msg = f"maxOffsetsPerTrigger={limit!r} must be a positive integer"
+            raise SourceOptionError(msg)
+        return cls(
+            topics=topics,
+            client=client,
+            starting=off.parse_starting_offsets(
+                lowered.get("startingoffsets", "latest"), list(topics)
+            ),
+            max_offsets_per_trigger=int(limit) if limit else None,
+            fail_on_data_loss=_flag(lowered, "failondataloss", True),
+            include_headers=_flag(lowered, "includeheaders", False),
+        )
+
+
+class KafkaDataSource(DataSource):
+    """``spark.readStream.format("kappa_kafka")``: see the module docstring."""
+
+    @classmethod
+    def name(cls) -> str:
+        return FORMAT
+
+    def schema(self) -> str:
+        return HEADERS_SCHEMA if _flag(self.options, "includeHeaders", False) else BASE_SCHEMA
+
+    def streamReader(self, schema: StructType) -> KafkaStreamReader:
+        return KafkaStreamReader(SourceOptions.parse(dict(self.options)))
+
+
+class KafkaRangePartition(InputPartition):
+    def __init__(self, rng: off.PartitionRange) -> None:
+        super().__init__(rng)
+        self.range = rng
+
+
+class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Plans exact ``[start, end)`` ranges per partition; reads them in Spark tasks."""
+
+    def __init__(self, options: SourceOptions) -> None:
+        self.options = options
+        self._log: KafkaLog | None = None
+        self._target: off.OffsetMap | None = None
+        self._last_latest: off.OffsetMap | None = None
+
+    # --- driver side -----------------------------------------------------------------------
+    def _kafka(self) -> KafkaLog:
+        if self._log is None:
+            self._log = KafkaLog(self.options.client)
+        return self._log
+
+    def initialOffset(self) -> dict:
+        topic_partitions_or_error(self._kafka(), list(self.options.topics))
+        earliest, latest = self._kafka().bounds(self.options.topics)
+        return off.to_spark(off.resolve_start(self.options.starting, earliest, latest))
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        if self.options.max_offsets_per_trigger:
+            return ReadMaxRows(self.options.max_offsets_per_trigger)
+        return ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        _, self._target = self._kafka().bounds(self.options.topics)
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        position = off.from_spark(start)
+        earliest, latest = self._kafka().bounds(self.options.topics)
+        if self.options.fail_on_data_loss:
+            off.check_no_data_loss(position, earliest, latest)
+        position = off.add_new_partitions(position, earliest)
+        self._last_latest = latest
+        if self._target is not None:
+            latest = _min_offsets(latest, self._target, position)
+        max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
+        return off.to_spark(off.cap_offsets(position, latest, max_rows))
+
+    def reportLatestOffset(self) -> dict | None:
+        return off.to_spark(self._last_latest) if self._last_latest else None
+
+    def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+        ranges = off.plan_ranges(off.from_spark(start), off.from_spark(end))
+        return [KafkaRangePartition(r) for r in ranges]
+
+    def commit(self, end: dict) -> None:
+        """Spark's checkpoint is the source of truth for positions; nothing to commit."""
+
+    def stop(self) -> None:
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    # --- executor side ---------------------------------------------------------------------
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, KafkaRangePartition)
+        yield from read_range(
+            self.options.client, partition.range, include_headers=self.options.include_headers
+        )
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_log"] = None
+        return state
+
+
+def _min_offsets(
+    latest: off.OffsetMap, target: off.OffsetMap, position: off.OffsetMap
+) -> off.OffsetMap:
+    """Cap ``latest`` at the availableNow target (never below the current position)."""
+    capped: off.OffsetMap = {}
+    for topic, parts in latest.items():
+        capped[topic] = {}
+        for partition, end in parts.items():
+            goal = target.get(topic, {}).get(partition, position.get(topic, {}).get(partition, 0))
+            here = position.get(topic, {}).get(partition, 0)
+            capped[topic][partition] = max(here, min(end, goal))
+    return capped
+
+
+def _flag(options: Any, name: str, default: bool) -> bool:
+    lowered = {str(k).lower(): str(v) for k, v in dict(options).items()}
+    value = lowered.get(name.lower())
+    if value is None:
+        return default
+    if value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    msg = f"option {name}={value!r} must be true or false"
+    raise SourceOptionError(msg)

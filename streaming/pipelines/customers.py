@@ -1,0 +1,56 @@
+"""customers: the customer-profile changelog compacted into one row per live customer (a KTable).
+
+A null value (tombstone) deletes the customer; a later update re-creates it.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from streaming.pipeline import LatestPerKey, Pipeline
+
+VERSION = "v1"
+
+TABLE_SCHEMA = pa.schema(
+    [
+        ("customer_id", pa.string()),
+        ("name", pa.string()),
+        ("email", pa.string()),
+        ("country", pa.string()),
+        ("updated_at", pa.int64()),
+        ("partition", pa.int32()),
+        ("offset", pa.int64()),
+    ]
+)
+
+
+def transform(records: DataFrame) -> DataFrame:
+    """One change row per record; the sink keeps the latest per customer."""
+    return records.select(
+        F.col("_key").alias("customer_id"),
+        "name",
+        "email",
+        "country",
+        "updated_at",
+        F.col("_partition").alias("partition"),
+        F.col("_offset").alias("offset"),
+        "_partition",
+        "_offset",
+        F.col("_tombstone").alias("_delete"),
+    )
+
+
+PIPELINE = Pipeline(
+    name="customers",
+    version=VERSION,
+    topics=("customers",),
+    value_schema="customer_id string, name string, email string, country string, updated_at bigint",
+    required=("customer_id", "name", "email", "country", "updated_at"),
+    accepts_tombstones=True,
+    transform=transform,
+    table=LatestPerKey(key="customer_id"),
+    table_schema=TABLE_SCHEMA,
+    description="Latest profile per customer from the `customers` changelog (tombstones delete).",
+)

@@ -1,0 +1,155 @@
+"""What a running deployment tells the outside world, and through which channel.
+
+A :class:`Snapshot` is a plain, JSON-able record of a deployment's health. Reporters send it
+somewhere: :class:`LogReporter` prints JSON lines (the CLI), ``streaming.pipes_reporter`` sends it
+to Dagster through Dagster Pipes. The streaming job itself knows nothing about Dagster.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from streaming import offsets as off
+from streaming.kafka_log import KafkaLog
+
+if TYPE_CHECKING:
+    from streaming.batch import BatchWriter
+    from streaming.deployment import Deployment
+    from streaming.pipeline import Pipeline
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    pipeline: str
+    version: str
+    deployment: str
+    fingerprint: str
+    state: str
+    committed_offsets: dict[str, dict[str, int]]
+    latest_offsets: dict[str, dict[str, int]]
+    lag: dict[str, dict[str, int]]
+    total_lag: int
+    batches: int
+    records_processed: int
+    input_rows_per_s: float
+    processed_rows_per_s: float
+    last_batch_duration_s: float
+    last_batch_at: float | None
+    table_rows: int
+    table_version: int
+    table_path: str
+    dead_lettered_total: int
+    dead_lettered_run: int
+    duration_s: float
+    taken_at: float = field(default_factory=time.time)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Reporter(Protocol):
+    def started(self, deployment: Deployment, options: Any) -> None: ...
+    def progress(self, snapshot: Snapshot) -> None: ...
+    def finished(self, snapshot: Snapshot) -> None: ...
+
+
+class NullReporter:
+    def started(self, deployment: Deployment, options: Any) -> None:
+        pass
+
+    def progress(self, snapshot: Snapshot) -> None:
+        pass
+
+    def finished(self, snapshot: Snapshot) -> None:
+        pass
+
+
+class LogReporter:
+    """One JSON line per event on a stream (stderr by default)."""
+
+    def __init__(self, stream: Any = None) -> None:
+        self.stream = stream or sys.stderr
+
+    def _emit(self, event: str, payload: Mapping[str, Any]) -> None:
+        print(json.dumps({"event": event, **payload}, default=str), file=self.stream, flush=True)
+
+    def started(self, deployment: Deployment, options: Any) -> None:
+        self._emit("started", {"deployment": deployment.id, "options": asdict(options)})
+
+    def progress(self, snapshot: Snapshot) -> None:
+        self._emit("progress", _summary(snapshot))
+
+    def finished(self, snapshot: Snapshot) -> None:
+        self._emit("finished", _summary(snapshot))
+
+
+def _summary(snapshot: Snapshot) -> dict[str, Any]:
+    keys = (
+        "deployment",
+        "state",
+        "total_lag",
+        "batches",
+        "records_processed",
+        "table_rows",
+        "dead_lettered_total",
+        "processed_rows_per_s",
+        "duration_s",
+    )
+    return {k: getattr(snapshot, k) for k in keys}
+
+
+def take_snapshot(
+    pipeline: Pipeline,
+    deployment: Deployment,
+    writer: BatchWriter,
+    last_progress: Mapping[str, Any] | None,
+    started: float,
+    state: str,
+    kafka_client: Mapping[str, str],
+) -> Snapshot:
+    """Measure a deployment now: its table, its dead letters, and its lag against the log."""
+    results = writer.results
+    committed = off.from_spark(results[-1].end_offsets) if results else _committed(writer)
+    with KafkaLog(kafka_client) as log:
+        latest = log.latest(pipeline.topics)
+    lag = {
+        t: {str(p): max(0, end - committed.get(t, {}).get(p, 0)) for p, end in parts.items()}
+        for t, parts in latest.items()
+    }
+    progress = last_progress or {}
+    table = writer.table.table()
+    return Snapshot(
+        pipeline=pipeline.name,
+        version=deployment.version,
+        deployment=deployment.id,
+        fingerprint=pipeline.fingerprint,
+        state=state,
+        committed_offsets=off.to_spark(committed),
+        latest_offsets=off.to_spark(latest),
+        lag=lag,
+        total_lag=off.total_lag(committed, latest),
+        batches=sum(1 for r in results if not r.skipped),
+        records_processed=sum(r.input_rows for r in results),
+        input_rows_per_s=float(progress.get("inputRowsPerSecond") or 0.0),
+        processed_rows_per_s=float(progress.get("processedRowsPerSecond") or 0.0),
+        last_batch_duration_s=results[-1].duration_s if results else 0.0,
+        last_batch_at=results[-1].finished_at if results else None,
+        table_rows=table.count(),
+        table_version=table.version(),
+        table_path=str(deployment.table_path),
+        dead_lettered_total=writer.dead_letters.count(),
+        dead_lettered_run=sum(r.dead_lettered for r in results),
+        duration_s=time.time() - started,
+    )
+
+
+def _committed(writer: BatchWriter) -> off.OffsetMap:
+    """The end offsets of the table's last commit (before this run committed anything)."""
+    from streaming.table_reader import last_end_offsets
+
+    return last_end_offsets(writer.table.path) or {}

@@ -1,0 +1,147 @@
+"""Running one deployment as a Spark Structured Streaming query.
+
+``until_caught_up`` processes everything available when the query starts (availableNow) and
+returns; otherwise the query runs until :meth:`PipelineRunner.request_stop`, which stops it at a
+micro-batch boundary. Progress goes to a :class:`streaming.reporting.Reporter`.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.errors import StreamingQueryException
+from pyspark.sql import SparkSession
+from pyspark.sql.streaming import StreamingQuery
+
+from streaming.batch import BatchWriter
+from streaming.deployment import Deployment
+from streaming.errors import DataLossError, StreamingError
+from streaming.kafka_source import FORMAT
+from streaming.pipeline import Pipeline
+from streaming.reporting import NullReporter, Reporter, Snapshot, take_snapshot
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    until_caught_up: bool = True
+    trigger_interval: str = "1 second"
+    max_offsets_per_trigger: int | None = None
+    starting_offsets: str = "earliest"
+    fail_on_data_loss: bool = True
+    report_every_s: float = 5.0
+    graceful_stop_timeout_s: float = 20.0
+
+
+class PipelineRunner:
+    def __init__(
+        self,
+        spark: SparkSession,
+        pipeline: Pipeline,
+        deployment: Deployment,
+        kafka_client: Mapping[str, str],
+        options: RunOptions,
+        reporter: Reporter | None = None,
+    ) -> None:
+        self.spark = spark
+        self.pipeline = pipeline
+        self.deployment = deployment
+        self.kafka_client = dict(kafka_client)
+        self.options = options
+        self.reporter = reporter or NullReporter()
+        self.writer = BatchWriter(pipeline, deployment)
+        self._stop = threading.Event()
+        self._query: StreamingQuery | None = None
+
+    def request_stop(self) -> None:
+        """Ask the query to stop after the batch in flight (safe from a signal handler)."""
+        self._stop.set()
+
+    def start(self) -> StreamingQuery:
+        reader = (
+            self.spark.readStream.format(FORMAT)
+            .option("subscribe", ",".join(self.pipeline.topics))
+            .option("startingOffsets", self.options.starting_offsets)
+            .option("failOnDataLoss", str(self.options.fail_on_data_loss).lower())
+        )
+        if self.options.max_offsets_per_trigger:
+            reader = reader.option(
+                "maxOffsetsPerTrigger", str(self.options.max_offsets_per_trigger)
+            )
+        for key, value in self.kafka_client.items():
+            reader = reader.option(f"kafka.{key}", value)
+        writer = (
+            reader.load()
+            .writeStream.foreachBatch(self.writer)
+            .option("checkpointLocation", str(self.deployment.checkpoint_path))
+            .queryName(self.deployment.id)
+        )
+        if self.options.until_caught_up:
+            writer = writer.trigger(availableNow=True)
+        else:
+            writer = writer.trigger(processingTime=self.options.trigger_interval)
+        self.deployment.checkpoint_path.mkdir(parents=True, exist_ok=True)
+        self._query = writer.start()
+        return self._query
+
+    def run(self) -> Snapshot:
+        """Run until caught up or stopped; returns the final snapshot. Raises on failure."""
+        started = time.time()
+        query = self.start()
+        self.reporter.started(self.deployment, self.options)
+        next_report = time.monotonic() + self.options.report_every_s
+        try:
+            while query.isActive:
+                if self._stop.is_set():
+                    self._stop_gracefully(query)
+                    break
+                query.awaitTermination(0.25)
+                if time.monotonic() >= next_report:
+                    self.reporter.progress(self._snapshot(query, started, "running"))
+                    next_report = time.monotonic() + self.options.report_every_s
+            _raise_failure(query)
+        except BaseException:
+            if query.isActive:
+                query.stop()
+            raise
+        final = self._snapshot(query, started, "stopped" if self._stop.is_set() else "caught_up")
+        self.reporter.finished(final)
+        return final
+
+    def _stop_gracefully(self, query: StreamingQuery) -> None:
+        deadline = time.monotonic() + self.options.graceful_stop_timeout_s
+        while (
+            query.isActive and query.status.get("isTriggerActive") and (time.monotonic() < deadline)
+        ):
+            time.sleep(0.05)
+        query.stop()
+
+    def _snapshot(self, query: StreamingQuery, started: float, state: str) -> Snapshot:
+        return take_snapshot(
+            self.pipeline,
+            self.deployment,
+            self.writer,
+            query.lastProgress,
+            started,
+            state,
+            self.kafka_client,
+        )
+
+
+def _raise_failure(query: StreamingQuery) -> None:
+    try:
+        error: Any = query.exception()
+    except StreamingQueryException as exc:  # some versions raise instead of returning
+        error = exc
+    if error is None:
+        return
+    text = str(error)
+    if "DATA LOSS:" in text:
+        detail = text.split("DATA LOSS:", 1)[1].split(". The query stopped", 1)[0].strip()
+        raise DataLossError(detail)
+    first = next((line for line in text.splitlines() if line.strip()), text)
+    msg = f"streaming query {query.name} failed: {first}"
+    raise StreamingError(msg)
