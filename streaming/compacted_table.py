@@ -99,9 +99,15 @@ class CompactedTable:
             commit_properties=props,
         )
         if isinstance(self.kind, LatestPerKey):
+            newer = "true"
+            if self.kind.position:
+                part, offset = (f"t.`{c}`" for c in self.kind.position)
+                newer = (
+                    f"(s._partition > {part} OR (s._partition = {part} AND s._offset > {offset}))"
+                )
             merger = (
-                merger.when_matched_delete(predicate="s._delete = true")
-                .when_matched_update(updates=columns, predicate="s._delete = false")
+                merger.when_matched_delete(predicate=f"s._delete = true AND {newer}")
+                .when_matched_update(updates=columns, predicate=f"s._delete = false AND {newer}")
                 .when_not_matched_insert(updates=columns, predicate="s._delete = false")
             )
         elif isinstance(self.kind, Accumulate):

@@ -26,10 +26,14 @@ class LatestPerKey:
     """KTable semantics: per key the record with the highest (partition, offset) wins.
 
     The transform returns rows with the table's columns plus ``_partition``, ``_offset`` and
-    ``_delete`` (true for a tombstone); the sink reduces them to the latest row per key.
+    ``_delete`` (true for a tombstone); the sink reduces them to the latest row per key. When the
+    table stores the source position (``position`` names its partition and offset columns), a
+    stored row is only replaced by a change from a higher (partition, offset), so the result does
+    not depend on how the log was cut into batches even if a key moved partitions.
     """
 
     key: str
+    position: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True)

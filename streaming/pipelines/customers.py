@@ -50,7 +50,7 @@ PIPELINE = Pipeline(
     required=("customer_id", "name", "email", "country", "updated_at"),
     accepts_tombstones=True,
     transform=transform,
-    table=LatestPerKey(key="customer_id"),
+    table=LatestPerKey(key="customer_id", position=("partition", "offset")),
     table_schema=TABLE_SCHEMA,
     description="Latest profile per customer from the `customers` changelog (tombstones delete).",
 )

@@ -1,0 +1,40 @@
+"""The Kafka topics, the platform's only source of truth, as observable source assets."""
+
+from dagster import (
+    AssetKey,
+    DataVersion,
+    ObserveResult,
+    SourceAsset,
+    observable_source_asset,
+)
+
+from assets.resources import KappaSettings
+from kappa.topics import TOPIC_CONFIGS
+from streaming.kafka_log import KafkaLog
+
+
+def topic_key(topic: str) -> AssetKey:
+    return AssetKey(["kafka", topic])
+
+
+def topic_asset(topic: str) -> SourceAsset:
+    @observable_source_asset(
+        key=topic_key(topic),
+        group_name="kafka",
+        description=f"Kafka topic `{topic}` (the log every table is derived from).",
+        metadata={"topic": topic, "config": TOPIC_CONFIGS.get(topic, {})},
+    )
+    def _observe(kappa: KappaSettings) -> ObserveResult:
+        settings = kappa.load()
+        with KafkaLog(settings.kafka.client_config(), timeout_s=5.0) as log:
+            earliest, latest = log.bounds([topic])
+        ends = latest.get(topic, {})
+        meta = {f"end_offset.{p}": o for p, o in sorted(ends.items())}
+        meta["records"] = sum(ends.values()) - sum(earliest.get(topic, {}).values())
+        meta["partitions"] = len(ends)
+        return ObserveResult(
+            data_version=DataVersion(",".join(f"{p}:{o}" for p, o in sorted(ends.items()))),
+            metadata=meta,
+        )
+
+    return _observe

@@ -1,0 +1,167 @@
+"""``kappa``: the platform's operator command line.
+
+Every failure a user can fix is reported as one line on stderr with a non-zero exit code; pass
+``--debug`` for the traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from kappa.errors import KappaError
+from kappa.settings import Settings, load_settings
+
+Handler = Callable[[Settings, argparse.Namespace], int]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from streaming.cli import add_run_arguments
+
+    parser = argparse.ArgumentParser(prog="kappa", description=__doc__.splitlines()[0])
+    parser.add_argument("--config", help="settings file (default: platform/kappa.yaml)")
+    parser.add_argument("--home", help="platform home: tables, checkpoints, logs (KAPPA_HOME)")
+    parser.add_argument("--bootstrap-servers", help="Kafka bootstrap servers")
+    parser.add_argument(
+        "--kafka",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="librdkafka client setting, repeatable (e.g. security.protocol=SSL)",
+    )
+    parser.add_argument("--spark-master", help="Spark master URL (default local[*])")
+    parser.add_argument("--broker-port", type=int, help="port of the embedded broker")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    broker = sub.add_parser("broker", help="the embedded Kafka-protocol broker")
+    broker.add_argument("action", choices=["start", "stop", "status"])
+    broker.set_defaults(handler=_broker)
+
+    demo = sub.add_parser("demo", help="the demo event generator")
+    demo_sub = demo.add_subparsers(dest="demo_command", required=True)
+    produce = demo_sub.add_parser("produce", help="produce demo customers and transactions")
+    produce.add_argument("--count", type=int, help="events to send (default: until stopped)")
+    produce.add_argument("--rate", type=float, help="events per second (default: unlimited)")
+    produce.add_argument("--seed", type=int, default=42, help="random seed (default 42)")
+    produce.set_defaults(handler=_demo_produce)
+
+    run = sub.add_parser("run", help="run one streaming pipeline")
+    add_run_arguments(run)
+    run.set_defaults(handler=_run)
+
+    table = sub.add_parser("table", help="compacted tables")
+    table_sub = table.add_subparsers(dest="table_command", required=True)
+    show = table_sub.add_parser("show", help="print a table's current snapshot")
+    show.add_argument("name", help="pipeline / table name")
+    show.add_argument("--version", help="deployment version (default: the live one)")
+    show.add_argument("--format", choices=["jsonl", "table"], default="table")
+    show.add_argument("--limit", type=int, help="print at most this many rows")
+    show.set_defaults(handler=_table_show)
+
+    up = sub.add_parser("up", help="run the whole platform: broker, demo producer, Dagster UI")
+    up.add_argument("--rate", type=float, default=200.0, help="demo events per second (200)")
+    up.add_argument("--no-producer", action="store_true", help="do not start the demo producer")
+    up.set_defaults(handler=_up)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        settings = load_settings(args.config, overrides=_overrides(args))
+        return int(args.handler(settings, args) or 0)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:
+        if args.debug or not _is_user_error(exc):
+            raise
+        print(f"kappa: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _is_user_error(exc: Exception) -> bool:
+    from streaming.errors import StreamingError
+    from streaming.table_reader import TableNotFoundError
+
+    return isinstance(exc, KappaError | StreamingError | TableNotFoundError)
+
+
+def _overrides(args: argparse.Namespace) -> dict[str, Any]:
+    overrides: dict[str, Any] = {
+        "home": args.home,
+        "kafka.bootstrap_servers": args.bootstrap_servers,
+        "spark.master": args.spark_master,
+        "broker.port": args.broker_port,
+    }
+    for item in args.kafka:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            from kappa.errors import ConfigError
+
+            msg = f"--kafka {item!r} must look like KEY=VALUE, e.g. security.protocol=SASL_SSL"
+            raise ConfigError(msg)
+        overrides[f"kafka.client.{key.strip()}"] = value
+    return overrides
+
+
+def _broker(settings: Settings, args: argparse.Namespace) -> int:
+    from kappa.broker import EmbeddedBroker
+
+    broker = EmbeddedBroker(settings)
+    if args.action == "start":
+        print(broker.start().describe())
+    elif args.action == "stop":
+        print("broker stopped" if broker.stop() else "broker was not running")
+    else:
+        status = broker.status()
+        print(status.describe())
+        return 0 if status.running else 1
+    return 0
+
+
+def _demo_produce(settings: Settings, args: argparse.Namespace) -> int:
+    from kappa.demo import produce
+
+    try:
+        sent = produce(settings, count=args.count, rate=args.rate, seed=args.seed)
+    except KeyboardInterrupt:
+        print("stopped", file=sys.stderr)
+        return 0
+    print(f"produced {sent} events to {settings.kafka.bootstrap_servers}")
+    return 0
+
+
+def _run(settings: Settings, args: argparse.Namespace) -> int:
+    from streaming.cli import options_from_args, run_pipeline
+    from streaming.reporting import LogReporter
+
+    snapshot = run_pipeline(
+        settings, args.pipeline, args.version, options_from_args(args), LogReporter()
+    )
+    print(
+        f"{snapshot.deployment}: {snapshot.state}, {snapshot.records_processed} records in "
+        f"{snapshot.batches} batches, {snapshot.table_rows} rows, "
+        f"{snapshot.dead_lettered_run} dead-lettered, lag {snapshot.total_lag}"
+    )
+    return 0
+
+
+def _table_show(settings: Settings, args: argparse.Namespace) -> int:
+    from kappa.table_output import print_table
+
+    print_table(settings, args.name, args.version, args.format, args.limit)
+    return 0
+
+
+def _up(settings: Settings, args: argparse.Namespace) -> int:
+    from kappa.platform_up import run_platform
+
+    return run_platform(settings, producer_rate=None if args.no_producer else args.rate)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

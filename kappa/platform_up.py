@@ -1,0 +1,142 @@
+"""``kappa up`` (the README's run command): broker, demo producer and Dagster UI, stopped as one.
+
+Ctrl-C (or SIGTERM) first terminates the active Dagster runs, so streaming deployments stop at a
+micro-batch boundary, then stops Dagster, the producer and the broker, and finally kills anything
+any of them left behind.
+"""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import sys
+import time
+from types import FrameType
+
+from kappa.broker import EmbeddedBroker
+from kappa.dagster_api import DagsterApi
+from kappa.errors import KappaError
+from kappa.processes import ManagedProcess, wait_until
+from kappa.settings import REPO_ROOT, Settings
+from kappa.topics import ensure_topics
+
+
+def dagster_home(settings: Settings) -> str:
+    home = settings.home / "dagster"
+    home.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(REPO_ROOT / "platform" / "dagster.yaml", home / "dagster.yaml")
+    return str(home)
+
+
+def child_env(settings: Settings) -> dict[str, str]:
+    import os
+
+    return {
+        **os.environ,
+        **settings.to_env(),
+        "DAGSTER_HOME": dagster_home(settings),
+        "PYTHONUNBUFFERED": "1",
+    }
+
+
+def run_platform(settings: Settings, producer_rate: float | None) -> int:
+    stopping = False
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    broker = EmbeddedBroker(settings)
+    embedded = settings.kafka.bootstrap_servers == broker.address
+    started_broker = embedded and not broker.status().running
+    children: list[ManagedProcess] = []
+    try:
+        if embedded:
+            print(broker.start().describe(), flush=True)
+        ensure_topics(settings, ["customers", "transactions"])
+        env = child_env(settings)
+        if producer_rate:
+            children.append(
+                ManagedProcess(
+                    "producer",
+                    [
+                        sys.executable,
+                        "-m",
+                        "kappa.cli",
+                        "demo",
+                        "produce",
+                        "--rate",
+                        str(producer_rate),
+                    ],
+                    settings.logs_dir / "producer.log",
+                    env=env,
+                    cwd=REPO_ROOT,
+                ).start()
+            )
+            print(
+                f"demo producer: {producer_rate:g} events/s (log {settings.logs_dir}/producer.log)"
+            )
+        dagster = ManagedProcess(
+            "dagster",
+            [
+                sys.executable,
+                "-m",
+                "dagster",
+                "dev",
+                "-w",
+                str(REPO_ROOT / "workspace.yaml"),
+                "-h",
+                settings.dagster.host,
+                "-p",
+                str(settings.dagster.port),
+            ],
+            settings.logs_dir / "dagster.log",
+            env=env,
+            cwd=REPO_ROOT,
+        ).start()
+        children.append(dagster)
+        api = DagsterApi(settings, timeout_s=2.0)
+        if wait_until(lambda: stopping or not dagster.alive() or _ready(api), timeout_s=120):
+            if dagster.alive() and not stopping:
+                print(
+                    f"Dagster UI: http://{settings.dagster.host}:{settings.dagster.port} "
+                    "(Ctrl-C stops everything)",
+                    flush=True,
+                )
+        while not stopping and all(c.alive() for c in children):
+            time.sleep(0.2)
+        dead = [c.name for c in children if not c.alive()]
+        if dead and not stopping:
+            print(f"{', '.join(dead)} exited; see {settings.logs_dir}; stopping", file=sys.stderr)
+            return 1
+        return 0
+    finally:
+        print("stopping: terminating active runs...", flush=True)
+        _terminate_runs(settings)
+        for child in reversed(children):
+            child.stop(signal.SIGTERM if child.name != "dagster" else signal.SIGINT)
+        if started_broker:
+            broker.stop()
+        print("platform stopped", flush=True)
+
+
+def _ready(api: DagsterApi) -> bool:
+    try:
+        api.runs(limit=1)
+        return True
+    except KappaError:
+        return False
+    except Exception:
+        return False
+
+
+def _terminate_runs(settings: Settings, timeout_s: float = 40.0) -> None:
+    api = DagsterApi(settings, timeout_s=5.0)
+    try:
+        active = api.active_runs()
+        api.terminate([r.run_id for r in active])
+        wait_until(lambda: not api.active_runs(), timeout_s=timeout_s, interval_s=0.5)
+    except Exception as exc:  # Dagster may already be down; the process tree is killed anyway
+        print(f"could not terminate runs through Dagster: {exc}", file=sys.stderr)

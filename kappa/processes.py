@@ -1,0 +1,119 @@
+"""Background processes the platform starts, each in its own process group, and their stopping.
+
+Stopping a process stops its whole group, then any descendant that escaped into another group
+(``dagster dev`` starts code servers and run workers that way), so nothing is left behind.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import psutil
+
+
+class ManagedProcess:
+    """A child process with its log file; ``stop()`` ends it and all its descendants."""
+
+    def __init__(
+        self,
+        name: str,
+        argv: Sequence[str],
+        log_file: Path,
+        env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+    ) -> None:
+        self.name = name
+        self.argv = list(argv)
+        self.log_file = log_file
+        self.env = dict(env) if env is not None else None
+        self.cwd = cwd
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc else None
+
+    def start(self) -> ManagedProcess:
+        self.log_file.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_file, "ab") as log:
+            self.proc = subprocess.Popen(
+                self.argv,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=self.env,
+                cwd=self.cwd,
+                start_new_session=True,
+            )
+        return self
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def descendants(self) -> list[psutil.Process]:
+        if self.proc is None:
+            return []
+        try:
+            return psutil.Process(self.proc.pid).children(recursive=True)
+        except psutil.NoSuchProcess:
+            return []
+
+    def stop(self, sig: int = signal.SIGTERM, timeout_s: float = 15.0) -> None:
+        """Signal the group, wait, then SIGKILL whatever of the tree is left."""
+        if self.proc is None:
+            return
+        tree = self.descendants()
+        _signal_group(self.proc.pid, sig)
+        try:
+            self.proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            _signal_group(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=5)
+        kill_all(tree, timeout_s=5.0)
+
+
+def _signal_group(pid: int, sig: int) -> None:
+    try:
+        os.killpg(pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def kill_all(processes: Sequence[psutil.Process], timeout_s: float = 5.0) -> None:
+    """SIGTERM the processes still alive, then SIGKILL those that did not exit in time."""
+    alive = [p for p in processes if _running(p)]
+    for proc in alive:
+        try:
+            proc.terminate()
+        except psutil.NoSuchProcess:
+            pass
+    _, still = psutil.wait_procs(alive, timeout=timeout_s)
+    for proc in still:
+        try:
+            proc.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(still, timeout=timeout_s)
+
+
+def _running(proc: psutil.Process) -> bool:
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def wait_until(predicate, timeout_s: float, interval_s: float = 0.2) -> bool:  # type: ignore[no-untyped-def]
+    """Poll ``predicate`` until it is true or ``timeout_s`` passes; returns its last value."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if predicate():
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(interval_s)

@@ -1,0 +1,71 @@
+"""Printing a compacted table's snapshot for people (aligned text) and programs (JSON lines)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from decimal import Decimal
+from typing import Any, TextIO
+
+import pyarrow as pa
+
+from kappa.settings import Settings
+from streaming.deployment import Deployment
+from streaming.pipelines import get_pipeline
+from streaming.table_reader import read_arrow
+
+
+def resolve_deployment(settings: Settings, name: str, version: str | None) -> Deployment:
+    """The deployment a reader of ``name`` should see: the given version, else the live one."""
+    pipeline = get_pipeline(name)
+    if version is None:
+        from streaming.live import live_version
+
+        version = live_version(settings.home, pipeline.name) or pipeline.version
+    return Deployment(pipeline.name, version, settings.home)
+
+
+def print_table(
+    settings: Settings,
+    name: str,
+    version: str | None,
+    fmt: str,
+    limit: int | None = None,
+    out: TextIO | None = None,
+) -> None:
+    out = out or sys.stdout
+    deployment = resolve_deployment(settings, name, version)
+    key = get_pipeline(name).table.key
+    table = read_arrow(deployment.table_path).sort_by(key)
+    if limit is not None:
+        table = table.slice(0, limit)
+    rows = table.to_pylist()
+    if fmt == "jsonl":
+        for row in rows:
+            out.write(json.dumps({k: _plain(v) for k, v in row.items()}) + "\n")
+    else:
+        write_text_table(table.schema, rows, out)
+        out.write(f"({len(rows)} rows, {deployment.id})\n")
+
+
+def write_text_table(schema: pa.Schema, rows: list[dict[str, Any]], out: TextIO) -> None:
+    names = schema.names
+    cells = [[_cell(row[n]) for n in names] for row in rows]
+    widths = [max([len(n)] + [len(r[i]) for r in cells]) for i, n in enumerate(names)]
+    out.write("  ".join(n.ljust(w) for n, w in zip(names, widths, strict=True)) + "\n")
+    out.write("  ".join("-" * w for w in widths) + "\n")
+    for r in cells:
+        out.write("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) + "\n")
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        as_float = float(value)
+        return as_float if Decimal(repr(as_float)) == value else str(value)
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    return value
+
+
+def _cell(value: Any) -> str:
+    return "" if value is None else str(_plain(value))

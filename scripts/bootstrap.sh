@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Create (or refresh) the project's virtual environment in .venv. Idempotent: re-runs only when
+# pyproject.toml changed since the last successful install.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${PYTHON:-python3.11}
+command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
+
+if ! command -v java >/dev/null 2>&1; then
+  echo "bootstrap: Java is missing; installing a headless JRE (Spark needs Java 17)" >&2
+  if command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq && apt-get install -y -qq openjdk-17-jre-headless >/dev/null
+  else
+    echo "bootstrap: install Java 17 and re-run" >&2; exit 1
+  fi
+fi
+
+stamp=.venv/.installed
+if [ -f "$stamp" ] && [ "$stamp" -nt pyproject.toml ] && [ -x .venv/bin/kappa ]; then
+  exit 0
+fi
+echo "bootstrap: installing the environment into .venv (about a minute)..." >&2
+[ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
+.venv/bin/python -m pip install -q --upgrade pip >/dev/null
+.venv/bin/python -m pip install -q -e ".[dev]"
+touch "$stamp"

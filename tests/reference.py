@@ -1,0 +1,142 @@
+"""Independent reference implementations: replay a topic in plain Python, no Spark, no Delta.
+
+These know the pipelines' contracts (what a valid record is, KTable and running-sum semantics)
+but share no code with them, so a test comparing the two can fail.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+CUSTOMER_FIELDS = {"customer_id": str, "name": str, "email": str, "country": str, "updated_at": int}
+
+
+@dataclass(frozen=True)
+class Record:
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+
+
+def replay(bootstrap: str, topic: str) -> list[Record]:
+    """Every record of ``topic``, read with a plain consumer until EOF on all partitions."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "reference",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "auto.offset.reset": "earliest",
+        }
+    )
+    try:
+        parts = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+        consumer.assign([TopicPartition(topic, p, 0) for p in parts])
+        done: set[int] = set()
+        records = []
+        while len(done) < len(parts):
+            msg = consumer.poll(5)
+            assert msg is not None, "reference replay stalled"
+            if msg.error():
+                assert msg.error().code() == KafkaError._PARTITION_EOF, msg.error()
+                done.add(msg.partition())
+                continue
+            done.discard(msg.partition())
+            records.append(
+                Record(msg.topic(), msg.partition(), msg.offset(), msg.key(), msg.value())
+            )
+        return records
+    finally:
+        consumer.close()
+
+
+def _json_object(value: bytes) -> dict[str, Any] | None:
+    try:
+        obj = json.loads(value.decode("utf-8"), parse_float=Decimal)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def _valid_key(record: Record) -> str | None:
+    if record.key is None:
+        return None
+    try:
+        return record.key.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def customers_state(records: Iterable[Record]) -> dict[str, dict[str, Any]]:
+    """KTable semantics: per key, the valid record with the highest (partition, offset) wins."""
+    latest: dict[str, tuple[tuple[int, int], dict[str, Any] | None]] = {}
+    for r in records:
+        key = _valid_key(r)
+        if key is None:
+            continue
+        if r.value is None:
+            row = None
+        else:
+            obj = _json_object(r.value)
+            if obj is None or not all(
+                isinstance(obj.get(f), t) and not isinstance(obj.get(f), bool)
+                for f, t in CUSTOMER_FIELDS.items()
+            ):
+                continue
+            row = {f: obj[f] for f in CUSTOMER_FIELDS} | {
+                "customer_id": key,
+                "partition": r.partition,
+                "offset": r.offset,
+            }
+        position = (r.partition, r.offset)
+        if key not in latest or position > latest[key][0]:
+            latest[key] = (position, row)
+    return {k: row for k, (_, row) in latest.items() if row is not None}
+
+
+def spend_state(records: Iterable[Record]) -> dict[str, dict[str, Any]]:
+    """Per customer: number of valid transactions, exact sum of amounts, latest ts."""
+    state: dict[str, dict[str, Any]] = {}
+    for r in records:
+        key = _valid_key(r)
+        if key is None or r.value is None:
+            continue
+        obj = _json_object(r.value)
+        if obj is None:
+            continue
+        amount, ts = obj.get("amount"), obj.get("ts")
+        if not isinstance(obj.get("txn_id"), str) or not isinstance(obj.get("customer_id"), str):
+            continue
+        if not isinstance(amount, (int, Decimal)) or isinstance(amount, bool):
+            continue
+        if not isinstance(ts, int) or isinstance(ts, bool):
+            continue
+        row = state.setdefault(
+            key,
+            {
+                "customer_id": key,
+                "txn_count": 0,
+                "total_amount": Decimal("0.00"),
+                "last_txn_ts": ts,
+            },
+        )
+        row["txn_count"] += 1
+        row["total_amount"] += Decimal(amount).quantize(Decimal("0.01"))
+        row["last_txn_ts"] = max(row["last_txn_ts"], ts)
+    return state
+
+
+def table_state(rows: Iterable[dict[str, Any]], key: str) -> dict[str, dict[str, Any]]:
+    state: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        assert row[key] not in state, f"duplicate key {row[key]} in the table"
+        state[row[key]] = dict(row)
+    return state
