@@ -98,13 +98,13 @@ def run_platform(settings: Settings, producer_rate: float | None) -> int:
         ).start()
         children.append(dagster)
         api = DagsterApi(settings, timeout_s=2.0)
-        if wait_until(lambda: stopping or not dagster.alive() or _ready(api), timeout_s=120):
-            if dagster.alive() and not stopping:
-                print(
-                    f"Dagster UI: http://{settings.dagster.host}:{settings.dagster.port} "
-                    "(Ctrl-C stops everything)",
-                    flush=True,
-                )
+        ready = wait_until(lambda: stopping or not dagster.alive() or _ready(api), timeout_s=120)
+        if ready and dagster.alive() and not stopping:
+            print(
+                f"Dagster UI: http://{settings.dagster.host}:{settings.dagster.port} "
+                "(Ctrl-C stops everything)",
+                flush=True,
+            )
         while not stopping and all(c.alive() for c in children):
             time.sleep(0.2)
         dead = [c.name for c in children if not c.alive()]

@@ -6,6 +6,7 @@ Stopping a process stops its whole group, then any descendant that escaped into 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -78,26 +79,20 @@ class ManagedProcess:
 
 
 def _signal_group(pid: int, sig: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(pid, sig)
-    except ProcessLookupError:
-        pass
 
 
 def kill_all(processes: Sequence[psutil.Process], timeout_s: float = 5.0) -> None:
     """SIGTERM the processes still alive, then SIGKILL those that did not exit in time."""
     alive = [p for p in processes if _running(p)]
     for proc in alive:
-        try:
+        with contextlib.suppress(psutil.NoSuchProcess):
             proc.terminate()
-        except psutil.NoSuchProcess:
-            pass
     _, still = psutil.wait_procs(alive, timeout=timeout_s)
     for proc in still:
-        try:
+        with contextlib.suppress(psutil.NoSuchProcess):
             proc.kill()
-        except psutil.NoSuchProcess:
-            pass
     psutil.wait_procs(still, timeout=timeout_s)
 
 
