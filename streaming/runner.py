@@ -98,7 +98,10 @@ class PipelineRunner:
                 if self._stop.is_set():
                     self._stop_gracefully(query)
                     break
-                query.awaitTermination(0.25)
+                try:
+                    query.awaitTermination(0.25)
+                except StreamingQueryException:
+                    break  # reported by _raise_failure below
                 if time.monotonic() >= next_report:
                     self.reporter.progress(self._snapshot(query, started, "running"))
                     next_report = time.monotonic() + self.options.report_every_s

@@ -1,0 +1,86 @@
+"""Crashes lose and duplicate nothing; a broker that lost its log stops the query loudly."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from kappa.broker import EmbeddedBroker
+from kappa.processes import wait_until
+from kappa.settings import REPO_ROOT
+from streaming.deployment import Deployment
+from streaming.errors import DataLossError
+from streaming.table_reader import commits
+from tests.integration.helpers import run_until_caught_up, table_rows
+from tests.producing import send, transactions
+from tests.reference import replay, spend_state
+
+pytestmark = pytest.mark.integration
+
+
+def _committed_batches(settings) -> int:  # type: ignore[no-untyped-def]
+    path = Deployment("customer_spend", "v1", settings.home).table_path
+    try:
+        return len(commits(path))
+    except FileNotFoundError:
+        return 0
+
+
+def test_sigkill_mid_run_then_rerun_equals_reference(spark, settings, broker):
+    send(settings, transactions(40_000, seed=9))
+    env = {**os.environ, **settings.to_env()}
+    cmd = [
+        sys.executable,
+        "-m",
+        "streaming",
+        "run",
+        "customer_spend",
+        "--until-caught-up",
+        "--max-offsets-per-trigger",
+        "2000",
+    ]
+    proc = subprocess.Popen(
+        cmd,
+        env=env,
+        cwd=REPO_ROOT,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert wait_until(
+            lambda: _committed_batches(settings) >= 3 or proc.poll() is not None, timeout_s=180
+        ), "the pipeline never committed"
+        assert proc.poll() is None, proc.stderr.read().decode()[-2000:] if proc.stderr else ""
+        os.killpg(proc.pid, signal.SIGKILL)  # the Python driver, its JVM and its workers
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    killed_at = _committed_batches(settings)
+    assert 3 <= killed_at < 20
+
+    run_until_caught_up(spark, settings, "customer_spend")
+
+    expected = spend_state(replay(settings.kafka.bootstrap_servers, "transactions"))
+    assert table_rows(settings, "customer_spend") == expected
+    assert sum(r["txn_count"] for r in expected.values()) == 40_000
+    history = commits(Deployment("customer_spend", "v1", settings.home).table_path)
+    assert [c.batch_id for c in history] == list(range(len(history)))  # no batch applied twice
+
+
+def test_broker_that_lost_its_log_stops_the_query_with_data_loss(spark, settings, broker):
+    send(settings, transactions(500, seed=10))
+    run_until_caught_up(spark, settings, "customer_spend")
+    broker.stop()  # the in-memory broker forgets every topic
+    EmbeddedBroker(settings).start()
+    send(settings, transactions(100, seed=11))  # recreated topic, log ends below the checkpoint
+    before = table_rows(settings, "customer_spend")
+    with pytest.raises(DataLossError) as caught:
+        run_until_caught_up(spark, settings, "customer_spend")
+    assert "transactions-" in str(caught.value) and "log ends at" in str(caught.value)
+    assert table_rows(settings, "customer_spend") == before

@@ -1,0 +1,76 @@
+"""The Dagster code location loads, and materializing a table runs its pipeline via Pipes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from dagster import AssetKey, DagsterInstance, materialize
+
+from assets.definitions import defs
+from assets.resources import KappaSettings
+from kappa.settings import REPO_ROOT
+from tests.integration.helpers import table_rows
+from tests.producing import customer_changes, send
+from tests.reference import customers_state, replay
+
+
+def test_definitions_load_with_topics_upstream_of_tables():
+    graph = defs.resolve_asset_graph()
+    keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
+    assert {
+        "kafka/customers",
+        "kafka/transactions",
+        "tables/customers",
+        "tables/customer_spend",
+    } <= keys
+    customers = graph.get(AssetKey(["tables", "customers"]))
+    assert AssetKey(["kafka", "customers"]) in customers.parent_keys
+    spend = graph.get(AssetKey(["tables", "customer_spend"]))
+    assert AssetKey(["kafka", "transactions"]) in spend.parent_keys
+
+
+def test_stdlib_platform_module_is_not_shadowed():
+    out = subprocess.run(
+        [sys.executable, "-c", "import platform; print(platform.system())"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert out.stdout.strip() == "Linux"
+
+
+@pytest.mark.integration
+def test_materializing_a_table_runs_the_pipeline_and_reports_metadata(settings, broker, tmp_path):
+    send(settings, customer_changes(2000, seed=12))
+    table = next(
+        a for a in defs.assets if getattr(a, "key", None) == AssetKey(["tables", "customers"])
+    )
+    import os
+
+    os.environ.update(settings.to_env())
+    try:
+        instance = DagsterInstance.ephemeral()
+        result = materialize(
+            [table],
+            instance=instance,
+            resources={
+                "kappa": KappaSettings(home=str(settings.home)),
+                "pipes_subprocess_client": defs.resources["pipes_subprocess_client"],
+            },
+        )
+    finally:
+        for key in settings.to_env():
+            os.environ.pop(key, None)
+    assert result.success
+    [mat] = result.asset_materializations_for_node("tables__customers")
+    meta = {k: getattr(v, "value", v) for k, v in mat.metadata.items()}
+    expected = customers_state(replay(settings.kafka.bootstrap_servers, "customers"))
+    assert meta["table_rows"] == len(expected)
+    assert meta["records_processed"] == 2000
+    assert meta["total_lag"] == 0
+    assert meta["dead_lettered_total"] == 0
+    assert sum(meta[f"offset.customers.{p}"] for p in range(4)) == 2000
+    assert table_rows(settings, "customers") == expected
