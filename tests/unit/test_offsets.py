@@ -1,0 +1,70 @@
+from __future__ import annotations
+
+import pytest
+
+from streaming import offsets as off
+from streaming.errors import DataLossError, SourceOptionError
+
+
+def test_spark_json_round_trip():
+    offsets = {"t": {1: 5, 0: 3}}
+    assert off.dumps(offsets) == '{"t":{"0":3,"1":5}}'
+    assert off.loads(off.dumps(offsets)) == {"t": {0: 3, 1: 5}}
+
+
+def test_starting_offsets_forms():
+    assert off.parse_starting_offsets("Earliest", ["t"]) == "earliest"
+    assert off.parse_starting_offsets('{"t": {"0": 4, "1": -2}}', ["t"]) == {"t": {0: 4, 1: -2}}
+    with pytest.raises(SourceOptionError, match="not subscribed"):
+        off.parse_starting_offsets('{"u": {"0": 1}}', ["t"])
+    with pytest.raises(SourceOptionError, match="earliest"):
+        off.parse_starting_offsets("yesterday", ["t"])
+
+
+def test_resolve_start_uses_earliest_latest_and_explicit_positions():
+    earliest = {"t": {0: 0, 1: 10, 2: 0}}
+    latest = {"t": {0: 50, 1: 60, 2: 70}}
+    spec = {"t": {0: 7, 1: -1}}
+    assert off.resolve_start(spec, earliest, latest) == {"t": {0: 7, 1: 60, 2: 0}}
+    assert off.resolve_start("latest", earliest, latest) == latest
+    assert off.resolve_start("earliest", earliest, latest) == earliest
+
+
+def test_cap_splits_the_budget_by_backlog_and_never_overshoots():
+    start = {"t": {0: 0, 1: 100, 2: 5}}
+    latest = {"t": {0: 1000, 1: 200, 2: 5}}
+    capped = off.cap_offsets(start, latest, 110)
+    assert capped == {"t": {0: 100, 1: 110, 2: 5}}
+    assert off.cap_offsets(start, latest, None) == latest
+    assert off.cap_offsets(start, latest, 10_000) == latest
+    # a tiny budget still moves every partition with a backlog
+    tiny = off.cap_offsets(start, latest, 1)
+    assert tiny["t"][0] == 1 and tiny["t"][1] == 101
+
+
+def test_plan_ranges_are_half_open_and_skip_empty_partitions():
+    ranges = off.plan_ranges({"t": {0: 3, 1: 9}}, {"t": {0: 8, 1: 9, 2: 4}})
+    assert ranges == [off.PartitionRange("t", 0, 3, 8), off.PartitionRange("t", 2, 0, 4)]
+    assert [r.count for r in ranges] == [5, 4]
+
+
+@pytest.mark.parametrize(
+    ("position", "earliest", "latest", "message"),
+    [
+        ({"t": {0: 10}}, {"t": {0: 0}}, {"t": {0: 5}}, "log ends at 5"),
+        ({"t": {0: 1}}, {"t": {0: 4}}, {"t": {0: 9}}, "offsets 1..3 were removed"),
+        ({"t": {3: 1}}, {"t": {0: 0}}, {"t": {0: 9}}, "partition t-3 vanished"),
+        ({"gone": {0: 1}}, {}, {}, "no longer exists"),
+    ],
+)
+def test_data_loss_is_detected(position, earliest, latest, message):
+    with pytest.raises(DataLossError, match=message):
+        off.check_no_data_loss(position, earliest, latest)
+
+
+def test_no_data_loss_when_positions_are_inside_the_log():
+    off.check_no_data_loss({"t": {0: 5}}, {"t": {0: 0}}, {"t": {0: 5}})
+
+
+def test_new_partitions_start_at_their_beginning():
+    assert off.add_new_partitions({"t": {0: 5}}, {"t": {0: 0, 1: 2}}) == {"t": {0: 5, 1: 2}}
