@@ -71,6 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    _configure_logging(args.debug)
     try:
         settings = load_settings(args.config, overrides=_overrides(args))
         return int(args.handler(settings, args) or 0)
@@ -81,6 +82,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"kappa: error: {exc}", file=sys.stderr)
         return 2
+
+
+def _configure_logging(debug: bool) -> None:
+    """Kafka client chatter (connection retries) is shown only with --debug."""
+    import logging
+
+    kafka_logger = logging.getLogger("kappa.kafka")
+    kafka_logger.propagate = debug
+    if not debug:
+        kafka_logger.addHandler(logging.NullHandler())
+    else:
+        logging.basicConfig(level=logging.INFO)
 
 
 def _is_user_error(exc: Exception) -> bool:

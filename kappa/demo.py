@@ -11,11 +11,13 @@ import random
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from confluent_kafka import Producer
 
 from kappa.settings import Settings
 from kappa.topics import ensure_topics
+from streaming.kafka_log import CLIENT_LOGGER
 
 CUSTOMERS_TOPIC = "customers"
 TRANSACTIONS_TOPIC = "transactions"
@@ -129,7 +131,7 @@ def _json(obj: object) -> bytes:
     return json.dumps(obj, separators=(",", ":")).encode()
 
 
-def producer_config(settings: Settings) -> dict[str, str]:
+def producer_config(settings: Settings) -> dict[str, Any]:
     return {
         **settings.kafka.client_config(),
         "enable.idempotence": "true",
@@ -137,6 +139,7 @@ def producer_config(settings: Settings) -> dict[str, str]:
         "linger.ms": "20",
         "partitioner": "murmur2_random",
         "message.timeout.ms": "30000",
+        "logger": CLIENT_LOGGER,
     }
 
 

@@ -13,6 +13,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from kappa.errors import BrokerError
 from kappa.settings import Settings
+from streaming.kafka_log import CLIENT_LOGGER
 
 TOPIC_CONFIGS: dict[str, dict[str, str]] = {
     "customers": {"cleanup.policy": "compact", "retention.ms": "-1"},
@@ -30,7 +31,7 @@ def ensure_topics(
         if isinstance(topics, list)
         else dict(topics)
     )
-    admin = AdminClient(settings.kafka.client_config())
+    admin = AdminClient({**settings.kafka.client_config(), "logger": CLIENT_LOGGER})
     try:
         existing = set(admin.list_topics(timeout=timeout_s).topics)
     except KafkaException as exc:

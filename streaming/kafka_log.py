@@ -8,9 +8,11 @@ carries the true high watermark; on a Kafka-semantics broker both methods agree.
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from confluent_kafka import OFFSET_END, Consumer, KafkaError, KafkaException, TopicPartition
 
@@ -22,9 +24,16 @@ from streaming.offsets import OffsetMap
 FAST_FETCH = {"fetch.queue.backoff.ms": "10"}
 
 
-def consumer_config(client: Mapping[str, str], **extra: str) -> dict[str, str]:
-    """A consumer configuration for reading exact ranges with ``assign()`` (no group commits)."""
-    config = {
+CLIENT_LOGGER = logging.getLogger("kappa.kafka")
+
+
+def consumer_config(client: Mapping[str, str], **extra: str) -> dict[str, Any]:
+    """A consumer configuration for reading exact ranges with ``assign()`` (no group commits).
+
+    librdkafka's own log lines go to the ``kappa.kafka`` Python logger, not straight to stderr.
+    """
+    config: dict[str, Any] = {
+        "logger": CLIENT_LOGGER,
         "group.id": f"kappa-reader-{uuid.uuid4().hex[:12]}",
         "enable.auto.commit": "false",
         "enable.auto.offset.store": "false",

@@ -1,0 +1,95 @@
+"""The `kappa` command as a user runs it: in a subprocess, with settings from the environment."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from decimal import Decimal
+
+import pytest
+
+from kappa.settings import REPO_ROOT
+from tests.producing import customer_changes, send, transactions
+from tests.reference import customers_state, replay, spend_state
+
+
+def kappa(settings, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:  # type: ignore[no-untyped-def]
+    env = {**os.environ, **settings.to_env()}
+    return subprocess.run(
+        [sys.executable, "-m", "kappa.cli", *args],
+        env=env,
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def _one_line_error(result: subprocess.CompletedProcess[str]) -> str:
+    assert result.returncode == 2, result
+    assert "Traceback" not in result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+def test_unknown_pipeline_fails_fast(settings):
+    line = _one_line_error(kappa(settings, "run", "nope", "--until-caught-up"))
+    assert "unknown pipeline 'nope'" in line and "customers" in line
+
+
+def test_unreachable_broker_fails_fast_with_what_to_do(settings):
+    line = _one_line_error(kappa(settings, "run", "customers", "--until-caught-up"))
+    assert "did not answer" in line and "kappa broker start" in line
+
+
+def test_bad_setting_fails_at_load_time(settings):
+    line = _one_line_error(kappa(settings, "--bootstrap-servers", "nonsense", "broker", "status"))
+    assert "host:port" in line
+
+
+def test_missing_table_says_how_to_build_it(settings):
+    line = _one_line_error(kappa(settings, "table", "show", "customers"))
+    assert "kappa run" in line
+
+
+def test_broker_lifecycle(settings):
+    assert kappa(settings, "broker", "status").returncode == 1
+    started = kappa(settings, "broker", "start")
+    try:
+        assert started.returncode == 0 and "running" in started.stdout
+        status = kappa(settings, "broker", "status")
+        assert status.returncode == 0 and str(settings.broker.port) in status.stdout
+    finally:
+        stopped = kappa(settings, "broker", "stop")
+    assert stopped.stdout.strip() == "broker stopped"
+    assert kappa(settings, "broker", "status").returncode == 1
+
+
+@pytest.mark.integration
+def test_run_then_show_prints_exactly_the_compacted_topic(settings, broker):
+    send(settings, customer_changes(3000, seed=13))
+    send(settings, transactions(2000, seed=14))
+    for name in ("customers", "customer_spend"):
+        result = kappa(settings, "run", name, "--until-caught-up")
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert "caught_up" in result.stdout
+
+    shown = kappa(settings, "table", "show", "customers", "--format", "jsonl")
+    rows = [json.loads(line) for line in shown.stdout.splitlines()]
+    expected = customers_state(replay(settings.kafka.bootstrap_servers, "customers"))
+    assert [r["customer_id"] for r in rows] == sorted(expected)
+    assert {r["customer_id"]: r for r in rows} == expected
+
+    shown = kappa(settings, "table", "show", "customer_spend", "--format", "jsonl")
+    spend = {r["customer_id"]: r for r in map(json.loads, shown.stdout.splitlines())}
+    expected_spend = spend_state(replay(settings.kafka.bootstrap_servers, "transactions"))
+    assert {k: Decimal(str(r["total_amount"])) for k, r in spend.items()} == {
+        k: r["total_amount"] for k, r in expected_spend.items()
+    }
+
+    text = kappa(settings, "table", "show", "customers", "--limit", "3")
+    assert text.stdout.splitlines()[0].split()[:3] == ["customer_id", "name", "email"]
+    assert "(3 rows, customers__v1)" in text.stdout
