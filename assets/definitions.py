@@ -2,19 +2,34 @@
 
 from __future__ import annotations
 
-from dagster import Definitions, PipesSubprocessClient
+from dagster import AssetSelection, Definitions, define_asset_job
 
+from assets.health import health_checks
 from assets.resources import KappaSettings
-from assets.tables import table_asset
+from assets.tables import table_asset, table_key
 from assets.topics import topic_asset
 from streaming.pipelines import PIPELINES
 
 TOPICS = sorted({t for p in PIPELINES.values() for t in p.topics})
 
+
+def deploy_job_name(pipeline: str) -> str:
+    return f"deploy_{pipeline}"
+
+
+deploy_jobs = [
+    define_asset_job(
+        deploy_job_name(name),
+        selection=AssetSelection.assets(table_key(name)),
+        description=f"Run the `{name}` streaming deployment (continuous by default).",
+        tags={"kappa/pipeline": name},
+    )
+    for name in PIPELINES
+]
+
 defs = Definitions(
     assets=[*(topic_asset(t) for t in TOPICS), *(table_asset(p) for p in PIPELINES.values())],
-    resources={
-        "kappa": KappaSettings(),
-        "pipes_subprocess_client": PipesSubprocessClient(termination_timeout_seconds=30),
-    },
+    asset_checks=[c for name in PIPELINES for c in health_checks(table_key(name))],
+    jobs=deploy_jobs,
+    resources={"kappa": KappaSettings()},
 )

@@ -1,7 +1,8 @@
 """One Dagster asset per streaming pipeline: materializing it runs the pipeline's deployment.
 
-The pipeline runs as a subprocess (``python -m streaming run ... --pipes``) and reports back
-through Dagster Pipes; Dagster never touches the data.
+By default the deployment is continuous: the run lives as long as the streaming query and
+reports health every few seconds. The job runs as a subprocess and reports back through Dagster
+Pipes (``assets.launcher``); Dagster never touches the data.
 """
 
 # No `from __future__ import annotations` here: Dagster reads these annotations at definition time.
@@ -13,36 +14,44 @@ from dagster import (
     AssetExecutionContext,
     AssetKey,
     AssetsDefinition,
+    Backoff,
     Config,
-    MaterializeResult,
-    PipesSubprocessClient,
+    RetryPolicy,
     asset,
 )
 from pydantic import Field
 
+from assets.launcher import run_deployment
 from assets.resources import KappaSettings
 from assets.topics import topic_key
-from kappa.settings import REPO_ROOT
+from streaming.deployment import Deployment
 from streaming.pipeline import Pipeline
+
+# A crashed streaming process is restarted by step retries (same run, resumes from the
+# checkpoint): 5 s, 10 s, 20 s, ... and after the last one the run fails with the cause.
+CRASH_RETRIES = RetryPolicy(max_retries=5, delay=5, backoff=Backoff.EXPONENTIAL)
 
 
 class StreamingRunConfig(Config):
     """Launch options of a streaming deployment (Launchpad)."""
 
-    mode: Literal["until_caught_up", "continuous"] = Field(
-        default="until_caught_up",
-        description="until_caught_up: process what is in the log now, then finish. "
-        "continuous: keep the query running until the run is terminated.",
+    mode: Literal["continuous", "until_caught_up"] = Field(
+        default="continuous",
+        description="continuous: keep the query running until the run is terminated. "
+        "until_caught_up: process what is in the log now, then finish.",
     )
     trigger_interval: str = Field(default="1 second", description="micro-batch interval")
     max_offsets_per_trigger: int | None = Field(default=None, description="records per batch cap")
+    report_every_s: float = Field(default=5.0, description="seconds between health reports")
+    lag_threshold: int = Field(default=10_000, description="lag (records) that counts as lagging")
+    stall_after_s: float = Field(default=60.0, description="seconds without progress = stalled")
 
 
 def table_key(pipeline: str) -> AssetKey:
     return AssetKey(["tables", pipeline])
 
 
-def streaming_command(pipeline: Pipeline, config: StreamingRunConfig) -> list[str]:
+def streaming_command(pipeline: Pipeline, version: str, config: StreamingRunConfig) -> list[str]:
     cmd = [
         sys.executable,
         "-m",
@@ -50,8 +59,16 @@ def streaming_command(pipeline: Pipeline, config: StreamingRunConfig) -> list[st
         "run",
         pipeline.name,
         "--pipes",
+        "--version",
+        version,
         "--trigger-interval",
         config.trigger_interval,
+        "--report-every",
+        str(config.report_every_s),
+        "--lag-threshold",
+        str(config.lag_threshold),
+        "--stall-after",
+        str(config.stall_after_s),
     ]
     if config.mode == "until_caught_up":
         cmd.append("--until-caught-up")
@@ -69,19 +86,13 @@ def table_asset(pipeline: Pipeline) -> AssetsDefinition:
         description=pipeline.description,
         kinds={"spark", "delta"},
         metadata={"pipeline": pipeline.name, "key": pipeline.table.key},
+        output_required=False,
+        retry_policy=CRASH_RETRIES,
     )
-    def _table(
-        context: AssetExecutionContext,
-        config: StreamingRunConfig,
-        kappa: KappaSettings,
-        pipes_subprocess_client: PipesSubprocessClient,
-    ) -> MaterializeResult:
+    def _table(context: AssetExecutionContext, config: StreamingRunConfig, kappa: KappaSettings):
         settings = kappa.load()
-        return pipes_subprocess_client.run(
-            context=context,
-            command=streaming_command(pipeline, config),
-            env=settings.to_env(),
-            cwd=str(REPO_ROOT),
-        ).get_materialize_result()
+        deployment = Deployment(pipeline.name, pipeline.version, settings.home)
+        command = streaming_command(pipeline, deployment.version, config)
+        yield from run_deployment(context, pipeline, deployment, command, settings)
 
     return _table

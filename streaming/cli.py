@@ -7,6 +7,7 @@ calls in-process. SIGINT or SIGTERM stops the query at a micro-batch boundary.
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -15,7 +16,10 @@ from types import FrameType
 from kappa.errors import KappaError
 from kappa.settings import Settings, load_settings
 from streaming.deployment import Deployment
-from streaming.errors import StreamingError
+from streaming.errors import DataLossError, StreamingError
+from streaming.health import HealthThresholds
+from streaming.lock import DeploymentBusyError, DeploymentLock
+from streaming.pipeline import Pipeline
 from streaming.pipelines import get_pipeline
 from streaming.reporting import LogReporter, Reporter, Snapshot
 from streaming.runner import PipelineRunner, RunOptions
@@ -48,6 +52,18 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         default=5.0,
         help="seconds between progress reports (default: 5)",
     )
+    parser.add_argument(
+        "--lag-threshold",
+        type=int,
+        default=10_000,
+        help="records of lag above which the deployment is lagging",
+    )
+    parser.add_argument(
+        "--stall-after",
+        type=float,
+        default=60.0,
+        help="seconds without a batch, with input waiting, before 'stalled'",
+    )
 
 
 def options_from_args(args: argparse.Namespace) -> RunOptions:
@@ -57,6 +73,7 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
         max_offsets_per_trigger=args.max_offsets_per_trigger,
         starting_offsets=args.starting_offsets,
         report_every_s=args.report_every,
+        thresholds=HealthThresholds(args.lag_threshold, args.stall_after),
     )
 
 
@@ -68,11 +85,26 @@ def run_pipeline(
     reporter: Reporter,
 ) -> Snapshot:
     """Run one deployment in this process until caught up or stopped by a signal."""
-    from streaming.spark_session import build_spark_session
-
     pipeline = get_pipeline(pipeline_name)
     deployment = Deployment(pipeline.name, version or pipeline.version, settings.home)
     _check_broker(settings, pipeline.topics)
+    lock = DeploymentLock(deployment.lock_path)
+    lock.acquire(deployment.id, run_id=os.environ.get("KAPPA_RUN_ID"))
+    try:
+        return _run_locked(settings, pipeline, deployment, options, reporter)
+    finally:
+        lock.release()
+
+
+def _run_locked(
+    settings: Settings,
+    pipeline: Pipeline,
+    deployment: Deployment,
+    options: RunOptions,
+    reporter: Reporter,
+) -> Snapshot:
+    from streaming.spark_session import build_spark_session
+
     spark = build_spark_session(
         settings.spark.master, settings.spark.conf, app_name=f"kappa-{deployment.id}"
     )
@@ -117,5 +149,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             run_pipeline(settings, args.pipeline, args.version, options, LogReporter())
     except (KappaError, StreamingError) as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return exit_code(exc)
     return 0
+
+
+EXIT_USER_ERROR = 2
+EXIT_DATA_LOSS = 3
+EXIT_BUSY = 4
+
+
+def exit_code(exc: Exception) -> int:
+    """Exit codes a supervisor can act on: data loss and 'already running' are not retried."""
+    if isinstance(exc, DataLossError):
+        return EXIT_DATA_LOSS
+    if isinstance(exc, DeploymentBusyError):
+        return EXIT_BUSY
+    return EXIT_USER_ERROR

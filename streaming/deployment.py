@@ -65,6 +65,10 @@ class Deployment:
         return self.home / "dead_letters" / self.id
 
     @property
+    def lock_path(self) -> Path:
+        return self.home / "locks" / f"{self.id}.lock"
+
+    @property
     def app_id(self) -> str:
         """The Delta application id that makes this deployment's batch commits idempotent."""
         return f"kappa:{self.id}"

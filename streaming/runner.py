@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pyspark.errors import StreamingQueryException
@@ -20,6 +20,7 @@ from pyspark.sql.streaming import StreamingQuery
 from streaming.batch import BatchWriter
 from streaming.deployment import Deployment
 from streaming.errors import DataLossError, StreamingError
+from streaming.health import HealthThresholds, classify
 from streaming.kafka_source import FORMAT
 from streaming.pipeline import Pipeline
 from streaming.reporting import NullReporter, Reporter, Snapshot, take_snapshot
@@ -34,6 +35,7 @@ class RunOptions:
     fail_on_data_loss: bool = True
     report_every_s: float = 5.0
     graceful_stop_timeout_s: float = 20.0
+    thresholds: HealthThresholds = field(default_factory=HealthThresholds)
 
 
 class PipelineRunner:
@@ -55,6 +57,7 @@ class PipelineRunner:
         self.writer = BatchWriter(pipeline, deployment)
         self._stop = threading.Event()
         self._query: StreamingQuery | None = None
+        self._previous_lag: int | None = None
 
     def request_stop(self) -> None:
         """Ask the query to stop after the batch in flight (safe from a signal handler)."""
@@ -103,7 +106,7 @@ class PipelineRunner:
                 except StreamingQueryException:
                     break  # reported by _raise_failure below
                 if time.monotonic() >= next_report:
-                    self.reporter.progress(self._snapshot(query, started, "running"))
+                    self.reporter.progress(self._live_snapshot(query, started))
                     next_report = time.monotonic() + self.options.report_every_s
             _raise_failure(query)
         except BaseException:
@@ -121,6 +124,18 @@ class PipelineRunner:
         ):
             time.sleep(0.05)
         query.stop()
+
+    def _live_snapshot(self, query: StreamingQuery, started: float) -> Snapshot:
+        snapshot = self._snapshot(query, started, "running")
+        last_progress = snapshot.last_batch_at or started
+        state = classify(
+            snapshot.total_lag,
+            self._previous_lag,
+            time.time() - last_progress,
+            self.options.thresholds,
+        )
+        self._previous_lag = snapshot.total_lag
+        return replace(snapshot, state=state)
 
     def _snapshot(self, query: StreamingQuery, started: float, state: str) -> Snapshot:
         return take_snapshot(

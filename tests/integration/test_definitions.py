@@ -56,16 +56,14 @@ def test_materializing_a_table_runs_the_pipeline_and_reports_metadata(settings, 
         result = materialize(
             [table],
             instance=instance,
-            resources={
-                "kappa": KappaSettings(home=str(settings.home)),
-                "pipes_subprocess_client": defs.resources["pipes_subprocess_client"],
-            },
+            resources={"kappa": KappaSettings(home=str(settings.home))},
+            run_config={"ops": {"tables__customers": {"config": {"mode": "until_caught_up"}}}},
         )
     finally:
         for key in settings.to_env():
             os.environ.pop(key, None)
     assert result.success
-    [mat] = result.asset_materializations_for_node("tables__customers")
+    mat = result.asset_materializations_for_node("tables__customers")[-1]
     meta = {k: getattr(v, "value", v) for k, v in mat.metadata.items()}
     expected = customers_state(replay(settings.kafka.bootstrap_servers, "customers"))
     assert meta["table_rows"] == len(expected)

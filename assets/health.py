@@ -1,0 +1,100 @@
+"""Health of streaming deployments as asset checks: lag and freshness (stalled or not).
+
+The running deployment reports both checks with every progress report; the same checks can be
+executed on demand from the UI, evaluating the latest reported health.
+"""
+
+# No `from __future__ import annotations`: Dagster inspects the check functions' annotations.
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from dagster import (
+    AssetCheckEvaluation,
+    AssetCheckExecutionContext,
+    AssetCheckResult,
+    AssetChecksDefinition,
+    AssetCheckSeverity,
+    AssetKey,
+    asset_check,
+)
+
+from streaming.health import LAGGING, STALLED
+from streaming.reporting import Snapshot
+
+LAG_CHECK = "lag"
+FRESHNESS_CHECK = "freshness"
+
+
+def check_evaluations(asset_key: AssetKey, snapshot: Snapshot) -> Iterator[AssetCheckEvaluation]:
+    """The lag and freshness verdicts for one progress report."""
+    yield AssetCheckEvaluation(
+        asset_key=asset_key,
+        check_name=LAG_CHECK,
+        passed=snapshot.state != LAGGING,
+        severity=AssetCheckSeverity.WARN,
+        metadata={"total_lag": snapshot.total_lag, "state": snapshot.state},
+        description=f"{snapshot.total_lag} records behind the log ({snapshot.state})",
+    )
+    yield AssetCheckEvaluation(
+        asset_key=asset_key,
+        check_name=FRESHNESS_CHECK,
+        passed=snapshot.state != STALLED,
+        severity=AssetCheckSeverity.WARN,
+        metadata={
+            "seconds_since_last_batch": _age(snapshot),
+            "state": snapshot.state,
+            "total_lag": snapshot.total_lag,
+        },
+        description="no batch committed while input is waiting"
+        if snapshot.state == STALLED
+        else "batches are being committed",
+    )
+
+
+def _age(snapshot: Snapshot) -> float:
+    if snapshot.last_batch_at is None:
+        return round(snapshot.duration_s, 1)
+    return round(max(0.0, snapshot.taken_at - snapshot.last_batch_at), 1)
+
+
+def _latest_health(context: AssetCheckExecutionContext, key: AssetKey) -> Mapping[str, Any]:
+    records = context.instance.fetch_observations(key, limit=1).records
+    if not records:
+        return {}
+    observation = records[0].asset_observation
+    return {k: getattr(v, "value", v) for k, v in (observation.metadata or {}).items()}
+
+
+def health_checks(key: AssetKey) -> list[AssetChecksDefinition]:
+    @asset_check(
+        asset=key,
+        name=LAG_CHECK,
+        description="The deployment is not lagging behind "
+        "the log (lag above the threshold and not shrinking).",
+    )
+    def _lag(context: AssetCheckExecutionContext) -> AssetCheckResult:
+        health = _latest_health(context, key)
+        state = str(health.get("state", "unknown"))
+        return AssetCheckResult(
+            passed=state != LAGGING,
+            severity=AssetCheckSeverity.WARN,
+            metadata={"state": state, "total_lag": int(health.get("total_lag", 0))},
+        )
+
+    @asset_check(
+        asset=key,
+        name=FRESHNESS_CHECK,
+        description="The deployment is not stalled "
+        "(input waiting and no batch committed for longer than the stall threshold).",
+    )
+    def _freshness(context: AssetCheckExecutionContext) -> AssetCheckResult:
+        health = _latest_health(context, key)
+        state = str(health.get("state", "unknown"))
+        return AssetCheckResult(
+            passed=state not in (STALLED, "failed"),
+            severity=AssetCheckSeverity.WARN,
+            metadata={"state": state},
+        )
+
+    return [_lag, _freshness]
