@@ -61,6 +61,15 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--limit", type=int, help="print at most this many rows")
     show.set_defaults(handler=_table_show)
 
+    deployments = sub.add_parser("deployments", help="streaming deployments (via Dagster)")
+    deployments_sub = deployments.add_subparsers(dest="deployments_command", required=True)
+    listing = deployments_sub.add_parser("list", help="status, run, lag and rows per pipeline")
+    listing.set_defaults(handler=_deployments_list)
+
+    stop = sub.add_parser("stop", help="stop a pipeline's running deployment (via Dagster)")
+    stop.add_argument("pipeline")
+    stop.set_defaults(handler=_stop)
+
     up = sub.add_parser("up", help="run the whole platform: broker, demo producer, Dagster UI")
     up.add_argument("--rate", type=float, default=200.0, help="demo events per second (200)")
     up.add_argument("--no-producer", action="store_true", help="do not start the demo producer")
@@ -167,6 +176,41 @@ def _table_show(settings: Settings, args: argparse.Namespace) -> int:
     from kappa.table_output import print_table
 
     print_table(settings, args.name, args.version, args.format, args.limit)
+    return 0
+
+
+def _deployments_list(settings: Settings, args: argparse.Namespace) -> int:
+    from kappa.dagster_api import DagsterApi
+    from kappa.deployments import deployment_statuses
+    from kappa.table_output import write_text_table
+    from streaming.pipelines import PIPELINES
+
+    statuses = deployment_statuses(DagsterApi(settings), sorted(PIPELINES))
+    rows = [
+        {
+            "pipeline": s.pipeline,
+            "status": s.status,
+            "run_id": s.run_id or "",
+            "lag": "" if s.lag is None else s.lag,
+            "rows": "" if s.rows is None else s.rows,
+        }
+        for s in statuses
+    ]
+    import pyarrow as pa
+
+    schema = pa.schema([(n, pa.string()) for n in ("pipeline", "status", "run_id", "lag", "rows")])
+    write_text_table(schema, rows, sys.stdout)
+    return 0
+
+
+def _stop(settings: Settings, args: argparse.Namespace) -> int:
+    from kappa.dagster_api import DagsterApi
+    from kappa.deployments import stop_deployment
+    from streaming.pipelines import get_pipeline
+
+    get_pipeline(args.pipeline)
+    ids = stop_deployment(DagsterApi(settings), args.pipeline)
+    print(f"terminating run(s) {', '.join(ids)} of {args.pipeline}")
     return 0
 
 

@@ -1,0 +1,98 @@
+"""A real `dagster dev` (webserver + daemon) with an embedded broker, for lifecycle tests."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from dagster_graphql import DagsterGraphQLClient
+
+from kappa.broker import EmbeddedBroker
+from kappa.dagster_api import DagsterApi
+from kappa.platform_up import child_env
+from kappa.processes import ManagedProcess, wait_until
+from kappa.settings import REPO_ROOT, Settings
+from streaming.deployment import Deployment
+from streaming.lock import DeploymentLock
+from tests.conftest import make_settings
+
+
+@dataclass
+class Platform:
+    settings: Settings
+    dagster: ManagedProcess
+    api: DagsterApi
+    client: DagsterGraphQLClient
+
+    def launch(self, pipeline: str, **config: object) -> str:
+        op = f"tables__{pipeline}"
+        return self.client.submit_job_execution(
+            f"deploy_{pipeline}", run_config={"ops": {op: {"config": config}}}
+        )
+
+    def status(self, run_id: str) -> str:
+        return self.client.get_run_status(run_id).value
+
+    def wait_status(self, run_id: str, statuses: set[str], timeout_s: float) -> str:
+        assert wait_until(lambda: self.status(run_id) in statuses, timeout_s, 0.5), (
+            f"run {run_id} is {self.status(run_id)}, expected one of {statuses}"
+        )
+        return self.status(run_id)
+
+    def holder_pid(self, pipeline: str, version: str = "v1") -> int | None:
+        lock = DeploymentLock(Deployment(pipeline, version, self.settings.home).lock_path)
+        holder = lock.holder()
+        return int(holder["pid"]) if holder and holder.get("pid") else None
+
+
+@contextmanager
+def running_platform(home: Path) -> Iterator[Platform]:
+    settings = make_settings(home)
+    broker = EmbeddedBroker(settings)
+    broker.start()
+    dagster = ManagedProcess(
+        "dagster",
+        [
+            sys.executable,
+            "-m",
+            "dagster",
+            "dev",
+            "-w",
+            str(REPO_ROOT / "workspace.yaml"),
+            "-h",
+            "127.0.0.1",
+            "-p",
+            str(settings.dagster.port),
+        ],
+        settings.logs_dir / "dagster.log",
+        env=child_env(settings),
+        cwd=REPO_ROOT,
+    ).start()
+    try:
+        api = DagsterApi(settings, timeout_s=5)
+        assert wait_until(lambda: _ready(api), timeout_s=120, interval_s=0.5), (
+            settings.logs_dir / "dagster.log"
+        ).read_text()[-3000:]
+        client = DagsterGraphQLClient("127.0.0.1", port_number=settings.dagster.port)
+        yield Platform(settings, dagster, api, client)
+    finally:
+        try:
+            api.terminate([r.run_id for r in api.active_runs()])
+            wait_until(lambda: not api.active_runs(), timeout_s=40, interval_s=0.5)
+        except Exception:
+            pass
+        dagster.stop()
+        broker.stop()
+
+
+def _ready(api: DagsterApi) -> bool:
+    try:
+        data = api.query(
+            "{ repositoriesOrError { __typename ... on RepositoryConnection { nodes { name } } } }"
+        )
+        return bool(data["repositoriesOrError"].get("nodes"))
+    except Exception:
+        return False

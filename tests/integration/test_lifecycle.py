@@ -1,0 +1,123 @@
+"""Continuous deployments driven through a real Dagster webserver and daemon over GraphQL."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import psutil
+import pytest
+
+from kappa.deployments import deployment_statuses, latest_event
+from kappa.processes import wait_until
+from streaming.deployment import Deployment
+from streaming.table_reader import read_arrow
+from tests.integration.dagster_platform import running_platform
+from tests.producing import send, transactions
+from tests.reference import replay, spend_state, table_state
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+FAST = {"mode": "continuous", "trigger_interval": "0.5 seconds", "report_every_s": 2.0}
+
+
+@pytest.fixture(scope="module")
+def platform(tmp_path_factory):  # type: ignore[no-untyped-def]
+    with running_platform(tmp_path_factory.mktemp("lifecycle")) as running:
+        yield running
+
+
+def _spend(platform) -> dict:  # type: ignore[no-untyped-def]
+    path = Deployment("customer_spend", "v1", platform.settings.home).table_path
+    try:
+        return table_state(read_arrow(path).to_pylist(), "customer_id")
+    except FileNotFoundError:
+        return {}
+
+
+def _txn_total(platform) -> int:  # type: ignore[no-untyped-def]
+    return sum(r["txn_count"] for r in _spend(platform).values())
+
+
+def _tree(pid: int) -> list[psutil.Process]:
+    proc = psutil.Process(pid)
+    return [proc, *proc.children(recursive=True)]
+
+
+def test_launch_watch_stop_relaunch_without_loss(platform):
+    settings = platform.settings
+    send(settings, transactions(1000, seed=20))
+    run_id = platform.launch("customer_spend", **FAST)
+    platform.wait_status(run_id, {"STARTED"}, timeout_s=60)
+    assert wait_until(lambda: _txn_total(platform) == 1000, timeout_s=120, interval_s=0.5)
+
+    # events produced while it runs reach the table and the observations
+    send(settings, transactions(1500, seed=21))
+    assert wait_until(lambda: _txn_total(platform) == 2500, timeout_s=60, interval_s=0.5)
+    assert wait_until(
+        lambda: (
+            (e := latest_event(platform.api, "customer_spend")) is not None
+            and any(
+                m["label"] == "records_processed" and m.get("intValue", 0) >= 1500
+                for m in e["metadataEntries"]
+            )
+        ),
+        timeout_s=30,
+        interval_s=0.5,
+    )
+    [status] = deployment_statuses(platform.api, ["customer_spend"])
+    assert status.status in ("running", "catching_up") and status.run_id == run_id
+    assert status.rows == len(_spend(platform))
+
+    # a second launch does not start a second copy
+    pid = platform.holder_pid("customer_spend")
+    duplicate = platform.launch("customer_spend", **FAST)
+    platform.wait_status(duplicate, {"SUCCESS"}, timeout_s=90)
+    assert platform.holder_pid("customer_spend") == pid
+    assert platform.status(run_id) == "STARTED"
+
+    # terminating the run ends every process of the deployment within 30 s
+    processes = _tree(pid)
+    assert any("java" in p.name() for p in processes), [p.name() for p in processes]
+    platform.client.terminate_run(run_id)
+    stopped_at = time.monotonic()
+    platform.wait_status(run_id, {"CANCELED"}, timeout_s=30)
+    _, alive = psutil.wait_procs(processes, timeout=max(1, 30 - (time.monotonic() - stopped_at)))
+    assert alive == []
+
+    # more events while stopped; the relaunch resumes from the checkpoint
+    send(settings, transactions(700, seed=22))
+    run_id = platform.launch("customer_spend", **FAST)
+    assert wait_until(lambda: _txn_total(platform) == 3200, timeout_s=120, interval_s=0.5)
+    expected = spend_state(replay(settings.kafka.bootstrap_servers, "transactions"))
+    assert _spend(platform) == expected
+    platform.client.terminate_run(run_id)
+    platform.wait_status(run_id, {"CANCELED"}, timeout_s=30)
+
+
+def test_sigkilled_deployment_comes_back_by_itself(platform):
+    settings = platform.settings
+    run_id = platform.launch("customer_spend", **FAST)
+    assert wait_until(lambda: platform.holder_pid("customer_spend") is not None, 90, 0.5)
+    before = _txn_total(platform)
+    send(settings, transactions(800, seed=23))
+    assert wait_until(lambda: _txn_total(platform) == before + 800, timeout_s=90, interval_s=0.5)
+
+    pid = platform.holder_pid("customer_spend")
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    killed_at = time.monotonic()
+    send(settings, transactions(600, seed=24))
+    assert wait_until(
+        lambda: (p := platform.holder_pid("customer_spend")) is not None and p != pid,
+        timeout_s=60,
+        interval_s=0.5,
+    ), "the deployment did not come back within 60 s"
+    assert wait_until(lambda: _txn_total(platform) == before + 1400, timeout_s=90, interval_s=0.5)
+    print(f"kill -9 -> resumed processing in {time.monotonic() - killed_at:.1f} s")
+    assert platform.status(run_id) == "STARTED"  # healed within the same run
+    expected = spend_state(replay(settings.kafka.bootstrap_servers, "transactions"))
+    assert _spend(platform) == expected
+    platform.client.terminate_run(run_id)
+    platform.wait_status(run_id, {"CANCELED"}, timeout_s=30)
