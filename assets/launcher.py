@@ -191,6 +191,9 @@ class _Relay:
 
     def report_runless(self, deployment: Deployment, state: str) -> None:
         metadata = {**(self.last or {}), "state": state, "deployment": deployment.id}
-        self.context.instance.report_runless_asset_event(
-            AssetObservation(asset_key=self.asset_key, metadata=metadata)
-        )
+        try:
+            self.context.instance.report_runless_asset_event(
+                AssetObservation(asset_key=self.asset_key, metadata=metadata)
+            )
+        except Exception as exc:  # reporting must never turn a clean stop into a failure
+            self.context.log.warning(f"could not record state {state!r}: {exc!r}")

@@ -10,6 +10,7 @@ import argparse
 import os
 import signal
 import sys
+import threading
 from collections.abc import Sequence
 from types import FrameType
 
@@ -19,7 +20,6 @@ from streaming.deployment import Deployment
 from streaming.errors import DataLossError, StreamingError
 from streaming.health import HealthThresholds
 from streaming.lock import DeploymentBusyError, DeploymentLock
-from streaming.pipeline import Pipeline
 from streaming.pipelines import get_pipeline
 from streaming.reporting import LogReporter, Reporter, Snapshot
 from streaming.runner import PipelineRunner, RunOptions
@@ -84,40 +84,41 @@ def run_pipeline(
     options: RunOptions,
     reporter: Reporter,
 ) -> Snapshot:
-    """Run one deployment in this process until caught up or stopped by a signal."""
-    pipeline = get_pipeline(pipeline_name)
-    deployment = Deployment(pipeline.name, version or pipeline.version, settings.home)
-    _check_broker(settings, pipeline.topics)
-    lock = DeploymentLock(deployment.lock_path)
-    lock.acquire(deployment.id, run_id=os.environ.get("KAPPA_RUN_ID"))
+    """Run one deployment in this process until caught up or stopped by SIGINT/SIGTERM.
+
+    The signal handlers are installed before anything slow starts, so a stop request during
+    start-up (Spark takes seconds) ends the run cleanly instead of interrupting it half-way.
+    """
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        return _run_locked(settings, pipeline, deployment, options, reporter)
-    finally:
-        lock.release()
+        pipeline = get_pipeline(pipeline_name)
+        deployment = Deployment(pipeline.name, version or pipeline.version, settings.home)
+        _check_broker(settings, pipeline.topics)
+        lock = DeploymentLock(deployment.lock_path)
+        lock.acquire(deployment.id, run_id=os.environ.get("KAPPA_RUN_ID"))
+        try:
+            from streaming.spark_session import build_spark_session
 
-
-def _run_locked(
-    settings: Settings,
-    pipeline: Pipeline,
-    deployment: Deployment,
-    options: RunOptions,
-    reporter: Reporter,
-) -> Snapshot:
-    from streaming.spark_session import build_spark_session
-
-    spark = build_spark_session(
-        settings.spark.master, settings.spark.conf, app_name=f"kappa-{deployment.id}"
-    )
-    runner = PipelineRunner(
-        spark, pipeline, deployment, settings.kafka.client_config(), options, reporter
-    )
-
-    def stop(signum: int, frame: FrameType | None) -> None:
-        runner.request_stop()
-
-    previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        return runner.run()
+            spark = build_spark_session(
+                settings.spark.master, settings.spark.conf, app_name=f"kappa-{deployment.id}"
+            )
+            runner = PipelineRunner(
+                spark,
+                pipeline,
+                deployment,
+                settings.kafka.client_config(),
+                options,
+                reporter,
+                stop=stop,
+            )
+            return runner.run()
+        finally:
+            lock.release()
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

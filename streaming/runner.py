@@ -47,6 +47,7 @@ class PipelineRunner:
         kafka_client: Mapping[str, str],
         options: RunOptions,
         reporter: Reporter | None = None,
+        stop: threading.Event | None = None,
     ) -> None:
         self.spark = spark
         self.pipeline = pipeline
@@ -55,7 +56,7 @@ class PipelineRunner:
         self.options = options
         self.reporter = reporter or NullReporter()
         self.writer = BatchWriter(pipeline, deployment)
-        self._stop = threading.Event()
+        self._stop = stop or threading.Event()
         self._query: StreamingQuery | None = None
         self._previous_lag: int | None = None
 

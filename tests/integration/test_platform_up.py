@@ -25,8 +25,12 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 def test_ctrl_c_stops_runs_then_every_process(settings):
     env = {**os.environ, **settings.to_env()}
     up = subprocess.Popen(
-        [sys.executable, "-m", "kappa.cli", "up", "--rate", "100"], env=env, cwd=REPO_ROOT,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+        [sys.executable, "-m", "kappa.cli", "up", "--rate", "100"],
+        env=env,
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     try:
         api = DagsterApi(settings, timeout_s=5)
