@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import itertools
 import threading
 
 import pytest
@@ -56,7 +57,7 @@ def test_concurrent_promote_and_rollback_leave_one_consistent_pointer(tmp_path):
     assert set(seen) <= {"v1", "v2"}  # never missing, never garbage
     log = history(tmp_path, "customers")
     assert len(log) == 101
-    for before, after in zip(log, log[1:], strict=False):
+    for before, after in itertools.pairwise(log):
         assert after.from_version == before.to_version  # each switch saw the previous one
     assert live_version(tmp_path, "customers") == log[-1].to_version
 
