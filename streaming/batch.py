@@ -62,7 +62,9 @@ class BatchWriter:
         finally:
             decoded.release()
         dead_count = self.dead_letters.append(dead, batch_id)
-        result = self.table.apply(arrow, batch_id, end_offsets, self.deployment.id)
+        result = self.table.apply(
+            arrow, batch_id, end_offsets, self.deployment.id, self.pipeline.fingerprint
+        )
         self._record(
             batch_id, result.skipped, input_rows, dead_count, arrow.num_rows, end_offsets, started
         )

@@ -21,6 +21,7 @@ from streaming.pipeline import Accumulate, LatestPerKey, TableKind
 BATCH_ID = "kappa.batch_id"
 END_OFFSETS = "kappa.end_offsets"
 DEPLOYMENT = "kappa.deployment"
+FINGERPRINT = "kappa.fingerprint"
 CHANGE_COLUMNS = ("_partition", "_offset", "_delete")
 
 
@@ -63,7 +64,12 @@ class CompactedTable:
         return self.table().transaction_version(self.app_id)
 
     def apply(
-        self, changes: pa.Table, batch_id: int, end_offsets: dict[str, Any], deployment: str
+        self,
+        changes: pa.Table,
+        batch_id: int,
+        end_offsets: dict[str, Any],
+        deployment: str,
+        fingerprint: str = "",
     ) -> CommitResult:
         """Merge one batch of changes; a no-op if this batch was committed before."""
         dt = self.table()
@@ -75,6 +81,7 @@ class CompactedTable:
                 BATCH_ID: str(batch_id),
                 END_OFFSETS: json.dumps(end_offsets, separators=(",", ":")),
                 DEPLOYMENT: deployment,
+                FINGERPRINT: fingerprint,
             },
             app_transactions=[Transaction(self.app_id, batch_id)],
         )

@@ -37,6 +37,11 @@ def snapshot_metadata(snapshot: Snapshot) -> dict[str, Any]:
         "committed_offsets": {"raw_value": snapshot.committed_offsets, "type": "json"},
         "lag_per_partition": {"raw_value": snapshot.lag, "type": "json"},
     }
+    if snapshot.fingerprint_drift:
+        meta["code_changed_without_new_version"] = (
+            f"table built by fingerprint {snapshot.fingerprint_drift}, running code is "
+            f"{snapshot.fingerprint}: bump the pipeline's VERSION to reprocess side by side"
+        )
     for topic, parts in snapshot.committed_offsets.items():
         for partition, offset in parts.items():
             meta[f"offset.{topic}.{partition}"] = offset
@@ -50,6 +55,10 @@ class PipesReporter:
 
     def started(self, deployment: Any, options: Any) -> None:
         self.context.log.info(f"deployment {deployment.id} started")
+
+    def warning(self, message: str) -> None:
+        self.context.log.warning(message)
+        self.context.report_custom_message({"kind": "warning", "message": message})
 
     def progress(self, snapshot: Snapshot) -> None:
         self.context.report_custom_message({"kind": "progress", **snapshot.to_dict()})

@@ -47,6 +47,9 @@ class Snapshot:
     dead_lettered_run: int
     duration_s: float
     taken_at: float = field(default_factory=time.time)
+    # The fingerprint the table was built with, when it differs from the running code's: the
+    # pipeline's code changed without a new version.
+    fingerprint_drift: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -54,12 +57,16 @@ class Snapshot:
 
 class Reporter(Protocol):
     def started(self, deployment: Deployment, options: Any) -> None: ...
+    def warning(self, message: str) -> None: ...
     def progress(self, snapshot: Snapshot) -> None: ...
     def finished(self, snapshot: Snapshot) -> None: ...
 
 
 class NullReporter:
     def started(self, deployment: Deployment, options: Any) -> None:
+        pass
+
+    def warning(self, message: str) -> None:
         pass
 
     def progress(self, snapshot: Snapshot) -> None:
@@ -80,6 +87,9 @@ class LogReporter:
 
     def started(self, deployment: Deployment, options: Any) -> None:
         self._emit("started", {"deployment": deployment.id, "options": asdict(options)})
+
+    def warning(self, message: str) -> None:
+        self._emit("warning", {"message": message})
 
     def progress(self, snapshot: Snapshot) -> None:
         self._emit("progress", _summary(snapshot))
@@ -111,6 +121,7 @@ def take_snapshot(
     started: float,
     state: str,
     kafka_client: Mapping[str, str],
+    fingerprint_drift: str = "",
 ) -> Snapshot:
     """Measure a deployment now: its table, its dead letters, and its lag against the log."""
     results = writer.results
@@ -145,6 +156,7 @@ def take_snapshot(
         dead_lettered_total=writer.dead_letters.count(),
         dead_lettered_run=sum(r.dead_lettered for r in results),
         duration_s=time.time() - started,
+        fingerprint_drift=fingerprint_drift,
     )
 
 

@@ -59,6 +59,7 @@ class PipelineRunner:
         self._stop = stop or threading.Event()
         self._query: StreamingQuery | None = None
         self._previous_lag: int | None = None
+        self._drift = ""
 
     def request_stop(self) -> None:
         """Ask the query to stop after the batch in flight (safe from a signal handler)."""
@@ -94,8 +95,15 @@ class PipelineRunner:
     def run(self) -> Snapshot:
         """Run until caught up or stopped; returns the final snapshot. Raises on failure."""
         started = time.time()
+        self._drift = fingerprint_drift(self.pipeline, self.deployment)
         query = self.start()
         self.reporter.started(self.deployment, self.options)
+        if self._drift:
+            self.reporter.warning(
+                f"{self.deployment.id}: the pipeline's code changed since this table was built "
+                f"(fingerprint {self._drift} -> {self.pipeline.fingerprint}) but its version is "
+                f"still {self.deployment.version}; bump VERSION to rebuild side by side"
+            )
         next_report = time.monotonic() + self.options.report_every_s
         try:
             while query.isActive:
@@ -147,6 +155,7 @@ class PipelineRunner:
             started,
             state,
             self.kafka_client,
+            self._drift,
         )
 
 
@@ -164,3 +173,11 @@ def _raise_failure(query: StreamingQuery) -> None:
     first = next((line for line in text.splitlines() if line.strip()), text)
     msg = f"streaming query {query.name} failed: {first}"
     raise StreamingError(msg)
+
+
+def fingerprint_drift(pipeline: Pipeline, deployment: Deployment) -> str:
+    """The fingerprint this deployment's table was built with, if the code has changed since."""
+    from streaming.table_reader import recorded_fingerprint
+
+    recorded = recorded_fingerprint(deployment.table_path)
+    return recorded if recorded and recorded != pipeline.fingerprint else ""

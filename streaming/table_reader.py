@@ -15,7 +15,7 @@ import pyarrow as pa
 from deltalake import DeltaTable
 
 from streaming import offsets as off
-from streaming.compacted_table import BATCH_ID, END_OFFSETS
+from streaming.compacted_table import BATCH_ID, END_OFFSETS, FINGERPRINT
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -34,6 +34,7 @@ class Commit:
     batch_id: int
     end_offsets: off.OffsetMap
     timestamp_ms: int
+    fingerprint: str = ""
 
 
 def open_table(path: Path | str, version: int | None = None) -> DeltaTable:
@@ -75,6 +76,7 @@ def commits(path: Path | str) -> list[Commit]:
                     batch_id=int(entry[BATCH_ID]),
                     end_offsets=off.from_spark(json.loads(entry[END_OFFSETS])),
                     timestamp_ms=int(entry.get("timestamp", 0)),
+                    fingerprint=str(entry.get(FINGERPRINT, "")),
                 )
             )
     return sorted(found, key=lambda c: c.table_version)
@@ -85,3 +87,11 @@ def last_end_offsets(path: Path | str) -> off.OffsetMap | None:
         return None
     found = commits(path)
     return found[-1].end_offsets if found else None
+
+
+def recorded_fingerprint(path: Path | str) -> str | None:
+    """The pipeline fingerprint of the table's last commit, if any."""
+    if not DeltaTable.is_deltatable(str(path)):
+        return None
+    found = commits(path)
+    return found[-1].fingerprint or None if found else None
