@@ -20,6 +20,7 @@ from streaming.deployment import Deployment
 from streaming.errors import DataLossError, StreamingError
 from streaming.health import HealthThresholds
 from streaming.lock import DeploymentBusyError, DeploymentLock
+from streaming.pipeline import Pipeline
 from streaming.pipelines import get_pipeline
 from streaming.reporting import LogReporter, Reporter, Snapshot
 from streaming.runner import PipelineRunner, RunOptions
@@ -64,6 +65,20 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         default=60.0,
         help="seconds without a batch, with input waiting, before 'stalled'",
     )
+    _add_version_arguments(parser)
+
+
+def _add_version_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--until-live",
+        action="store_true",
+        help="stop at exactly the input offsets the live version has committed (for comparing)",
+    )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="replay from the earliest offsets even if the log lost its beginning",
+    )
 
 
 def options_from_args(args: argparse.Namespace) -> RunOptions:
@@ -74,6 +89,8 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
         starting_offsets=args.starting_offsets,
         report_every_s=args.report_every,
         thresholds=HealthThresholds(args.lag_threshold, args.stall_after),
+        until_live=args.until_live,
+        allow_missing_history=args.force,
     )
 
 
@@ -99,6 +116,7 @@ def run_pipeline(
         pipeline = get_pipeline(pipeline_name)
         deployment = Deployment(pipeline.name, version or pipeline.version, settings.home)
         _check_broker(settings, pipeline.topics)
+        options = _resolve_versions(settings, pipeline, deployment, options)
         lock = DeploymentLock(deployment.lock_path)
         lock.acquire(deployment.id, run_id=os.environ.get("KAPPA_RUN_ID"))
         try:
@@ -122,6 +140,32 @@ def run_pipeline(
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _resolve_versions(
+    settings: Settings, pipeline: Pipeline, deployment: Deployment, options: RunOptions
+) -> RunOptions:
+    """Apply --until-live and the replay-from-the-beginning guard."""
+    from dataclasses import replace
+
+    from streaming import offsets as off
+    from streaming.live import live_version
+    from streaming.versions import check_log_has_beginning, last_offsets
+
+    fresh = not (deployment.checkpoint_path / "offsets").exists()
+    if fresh and options.starting_offsets == "earliest" and not options.allow_missing_history:
+        check_log_has_beginning(settings.kafka.client_config(), pipeline.topics)
+    if not options.until_live:
+        return options
+    live = live_version(settings.home, pipeline.name)
+    if live is None or live == deployment.version:
+        msg = f"--until-live needs another live version of {pipeline.name} (live: {live})"
+        raise StreamingError(msg)
+    ending = last_offsets(Deployment(pipeline.name, live, settings.home))
+    if ending is None:
+        msg = f"the live version {live} of {pipeline.name} has committed nothing yet"
+        raise StreamingError(msg)
+    return replace(options, until_caught_up=True, ending_offsets=off.dumps(ending))
 
 
 def _check_broker(settings: Settings, topics: Sequence[str]) -> None:

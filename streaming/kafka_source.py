@@ -12,7 +12,8 @@ can switch to ``format("kafka")`` on a cluster that has the connector::
         .option("maxOffsetsPerTrigger", "100000")
         .load()
 
-Options: ``subscribe`` (comma-separated topics), ``startingOffsets``, ``maxOffsetsPerTrigger``,
+Options: ``subscribe`` (comma-separated topics), ``startingOffsets``, ``endingOffsets`` (JSON; a
+kappa extension that stops a stream at exact offsets), ``maxOffsetsPerTrigger``,
 ``failOnDataLoss`` (default true), ``includeHeaders`` (default false) and any ``kafka.*`` setting,
 passed to librdkafka without the prefix.
 """
@@ -56,6 +57,7 @@ class SourceOptions:
     max_offsets_per_trigger: int | None
     fail_on_data_loss: bool
     include_headers: bool
+    ending: off.OffsetMap | None = None
 
     @classmethod
     def parse(cls, options: dict[str, str]) -> SourceOptions:
@@ -81,6 +83,7 @@ class SourceOptions:
             max_offsets_per_trigger=int(limit) if limit else None,
             fail_on_data_loss=_flag(lowered, "failondataloss", True),
             include_headers=_flag(lowered, "includeheaders", False),
+            ending=_ending(lowered.get("endingoffsets"), topics),
         )
 
 
@@ -141,6 +144,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._last_latest = latest
         if self._target is not None:
             latest = _min_offsets(latest, self._target, position)
+        if self.options.ending is not None:
+            latest = _min_offsets(latest, self.options.ending, position)
         max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
         return off.to_spark(off.cap_offsets(position, latest, max_rows))
 
@@ -184,6 +189,17 @@ def _min_offsets(
             here = position.get(topic, {}).get(partition, 0)
             capped[topic][partition] = max(here, min(end, goal))
     return capped
+
+
+def _ending(value: str | None, topics: tuple[str, ...]) -> off.OffsetMap | None:
+    """``endingOffsets`` (a kappa extension for streams): never read past these offsets."""
+    if value is None or value.strip().lower() == "latest":
+        return None
+    parsed = off.parse_starting_offsets(value, list(topics))
+    if not isinstance(parsed, dict) or any(o < 0 for p in parsed.values() for o in p.values()):
+        msg = f'endingOffsets={value!r} must be JSON offsets like {{"t": {{"0": 42}}}}'
+        raise SourceOptionError(msg)
+    return parsed
 
 
 def _flag(options: Any, name: str, default: bool) -> bool:

@@ -65,6 +65,8 @@ class Pipeline:
         table_schema: the table's Arrow schema (its key first).
         settings: anything else that shapes the output; part of the fingerprint.
         quality: the table's quality spec (``quality.rules.TableSpec``), if declared.
+        comparison: thresholds and expected changes for comparing a new version with the live
+            one (``quality.rules.ComparisonPolicy``); the defaults when None.
     """
 
     name: str
@@ -79,6 +81,7 @@ class Pipeline:
     description: str = ""
     settings: dict[str, Any] = field(default_factory=dict)
     quality: Any = None
+    comparison: Any = None
 
     def __post_init__(self) -> None:
         validate_pipeline_name(self.name)

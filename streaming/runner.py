@@ -32,6 +32,9 @@ class RunOptions:
     trigger_interval: str = "1 second"
     max_offsets_per_trigger: int | None = None
     starting_offsets: str = "earliest"
+    ending_offsets: str | None = None
+    until_live: bool = False
+    allow_missing_history: bool = False
     fail_on_data_loss: bool = True
     report_every_s: float = 5.0
     graceful_stop_timeout_s: float = 20.0
@@ -72,6 +75,8 @@ class PipelineRunner:
             .option("startingOffsets", self.options.starting_offsets)
             .option("failOnDataLoss", str(self.options.fail_on_data_loss).lower())
         )
+        if self.options.ending_offsets:
+            reader = reader.option("endingOffsets", self.options.ending_offsets)
         if self.options.max_offsets_per_trigger:
             reader = reader.option(
                 "maxOffsetsPerTrigger", str(self.options.max_offsets_per_trigger)

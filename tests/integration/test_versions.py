@@ -55,3 +55,96 @@ def test_code_change_without_new_version_is_reported(spark, settings, broker):
     snapshot, recorder = _run(spark, settings, changed)
     assert snapshot.fingerprint_drift == original.fingerprint
     assert len(recorder.warnings) == 1 and "bump VERSION" in recorder.warnings[0]
+
+
+def _run_version(spark, settings, pipeline, **options):  # type: ignore[no-untyped-def]
+    runner = PipelineRunner(
+        spark,
+        pipeline,
+        Deployment(pipeline.name, pipeline.version, settings.home),
+        settings.kafka.client_config(),
+        RunOptions(report_every_s=3600, **options),
+    )
+    return runner.run()
+
+
+def _v2_transform(records):  # type: ignore[no-untyped-def]
+    """Same output as v1, computed differently (a refactoring)."""
+    from streaming.pipelines.customers import transform
+
+    return transform(records.select("*"))
+
+
+def _buggy_transform(records):  # type: ignore[no-untyped-def]
+    from streaming.pipelines.customers import transform
+
+    return transform(records).withColumn("email", F.lit("broken@example.com"))
+
+
+def test_side_by_side_reprocess_promote_rollback_retire(spark, settings, broker, monkeypatch):
+    from kappa.promotion import PromotionBlockedError, promote, rollback
+    from kappa.table_output import resolve_deployment
+    from streaming import offsets as off
+    from streaming.live import history, live_version
+    from streaming.pipelines import PIPELINES
+    from streaming.table_reader import read_arrow
+    from streaming.versions import RetireRefusedError, last_offsets, retire
+    from tests.integration.helpers import table_rows
+    from tests.reference import customers_state, replay, table_state
+
+    v1 = get_pipeline("customers")
+    send(settings, customer_changes(2000, seed=42))
+    _run_version(spark, settings, v1)
+    promote(settings, "customers", "v1")
+    assert live_version(settings.home, "customers") == "v1"
+
+    # the code changes to v2; v1 keeps serving and keeps consuming new events
+    v2 = dataclasses.replace(v1, version="v2", transform=_v2_transform)
+    send(settings, customer_changes(700, seed=43))
+    _run_version(spark, settings, v1)
+    live_at = last_offsets(Deployment("customers", "v1", settings.home))
+    assert live_at is not None
+    _run_version(
+        spark, settings, v2, ending_offsets=off.dumps(live_at), max_offsets_per_trigger=600
+    )
+    send(settings, customer_changes(300, seed=44))  # v1 moves on after the comparison point
+    _run_version(spark, settings, v1)
+    assert resolve_deployment(settings, "customers", None).version == "v1"
+
+    monkeypatch.setitem(PIPELINES, "customers", v2)
+    done = promote(settings, "customers", "v2")
+    assert done.comparison.passed
+    assert resolve_deployment(settings, "customers", None).version == "v2"
+
+    assert rollback(settings, "customers").to_version == "v1"
+    assert resolve_deployment(settings, "customers", None).version == "v1"
+    assert promote(settings, "customers", "v2").switch.to_version == "v2"
+
+    with pytest.raises(RetireRefusedError, match="is live"):
+        retire(Deployment("customers", "v2", settings.home))
+    v1_paths = Deployment("customers", "v1", settings.home)
+    retire(v1_paths)
+    assert not v1_paths.table_path.exists() and not v1_paths.checkpoint_path.exists()
+    with pytest.raises(PromotionBlockedError, match="retired"):
+        rollback(settings, "customers")
+
+    _run_version(spark, settings, v2)  # the live v2 catches up with everything
+    expected = customers_state(replay(settings.kafka.bootstrap_servers, "customers"))
+    assert table_rows(settings, "customers", version="v2") == expected
+    live_rows = read_arrow(resolve_deployment(settings, "customers", None).table_path)
+    assert table_state(live_rows.to_pylist(), "customer_id") == expected
+    assert [(s.from_version, s.to_version) for s in history(settings.home, "customers")] == [
+        (None, "v1"),
+        ("v1", "v2"),
+        ("v2", "v1"),
+        ("v1", "v2"),
+    ]
+
+    # a buggy v3 is compared at v2's offsets and cannot be promoted
+    v3 = dataclasses.replace(v1, version="v3", transform=_buggy_transform)
+    at = last_offsets(Deployment("customers", "v2", settings.home))
+    _run_version(spark, settings, v3, ending_offsets=off.dumps(at))
+    monkeypatch.setitem(PIPELINES, "customers", v3)
+    with pytest.raises(PromotionBlockedError, match="email"):
+        promote(settings, "customers", "v3")
+    assert live_version(settings.home, "customers") == "v2"

@@ -1,0 +1,129 @@
+"""`kappa` subcommands about versions: tables, history, promote, rollback, retire, diff."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import sys
+
+from kappa.settings import Settings
+from streaming.deployment import Deployment
+from streaming.live import history, live_version
+from streaming.pipelines import PIPELINES, get_pipeline
+
+
+def add_version_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    tables = sub.add_parser("tables", help="pipelines with their live and deployed versions")
+    tables.set_defaults(handler=_tables)
+
+    log = sub.add_parser("history", help="the live-pointer switch log of a pipeline")
+    log.add_argument("pipeline")
+    log.set_defaults(handler=_history)
+
+    promote = sub.add_parser("promote", help="make a version live (gated by the comparison)")
+    promote.add_argument("pipeline")
+    promote.add_argument("version")
+    promote.add_argument("--force", action="store_true", help="promote even if checks fail")
+    promote.add_argument("--reason", default="manual promotion")
+    promote.set_defaults(handler=_promote)
+
+    rollback = sub.add_parser("rollback", help="switch back to the previously live version")
+    rollback.add_argument("pipeline")
+    rollback.set_defaults(handler=_rollback)
+
+    retire = sub.add_parser("retire", help="delete a stopped, non-live version's state")
+    retire.add_argument("pipeline")
+    retire.add_argument("version")
+    retire.set_defaults(handler=_retire)
+
+    diff = sub.add_parser("diff", help="compare two versions at the same input offsets")
+    diff.add_argument("pipeline")
+    diff.add_argument("old", help="the live version")
+    diff.add_argument("new", help="the candidate version")
+    diff.set_defaults(handler=_diff)
+
+
+def _tables(settings: Settings, args: argparse.Namespace) -> int:
+    from streaming.versions import deployed_versions
+
+    for name in sorted(PIPELINES):
+        live = live_version(settings.home, name)
+        others = [v for v in deployed_versions(settings.home, name) if v != live]
+        print(
+            f"{name:<20} live={live or '-':<8} declared={get_pipeline(name).version:<8} "
+            f"other versions: {', '.join(others) or '-'}"
+        )
+    return 0
+
+
+def _history(settings: Settings, args: argparse.Namespace) -> int:
+    get_pipeline(args.pipeline)
+    for record in history(settings.home, args.pipeline):
+        when = dt.datetime.fromtimestamp(record.at, dt.UTC).isoformat(timespec="seconds")
+        checked = (
+            "" if record.comparison is None else f" comparison={json.dumps(record.comparison)}"
+        )
+        print(
+            f"{when} {record.from_version or '-'} -> {record.to_version} ({record.reason}){checked}"
+        )
+    return 0
+
+
+def _promote(settings: Settings, args: argparse.Namespace) -> int:
+    from kappa.promotion import promote
+
+    done = promote(settings, args.pipeline, args.version, force=args.force, reason=args.reason)
+    if done.comparison is not None:
+        print(done.comparison.render_text())
+    print(
+        f"{args.pipeline}: live version {done.switch.from_version or '-'} -> "
+        f"{done.switch.to_version}"
+    )
+    return 0
+
+
+def _rollback(settings: Settings, args: argparse.Namespace) -> int:
+    from kappa.promotion import rollback
+
+    record = rollback(settings, args.pipeline)
+    print(f"{args.pipeline}: rolled back {record.from_version} -> {record.to_version}")
+    return 0
+
+
+def _retire(settings: Settings, args: argparse.Namespace) -> int:
+    from streaming.versions import retire
+
+    pipeline = get_pipeline(args.pipeline)
+    removed = retire(Deployment(pipeline.name, args.version, settings.home))
+    print(f"retired {pipeline.name}__{args.version}: removed {len(removed)} path(s)")
+    return 0
+
+
+def _diff(settings: Settings, args: argparse.Namespace) -> int:
+    from quality import compare_tables
+    from streaming.spark_session import build_spark_session
+    from streaming.table_reader import read_spark
+    from streaming.versions import comparable_pair
+
+    pipeline = get_pipeline(args.pipeline)
+    old, new = (Deployment(pipeline.name, v, settings.home) for v in (args.old, args.new))
+    pair = comparable_pair(old, new)
+    if pair is None:
+        print(
+            f"kappa: error: {old.id} and {new.id} have no commit at the same input offsets",
+            file=sys.stderr,
+        )
+        return 2
+    spark = build_spark_session(settings.spark.master, settings.spark.conf)
+    result = compare_tables(
+        read_spark(spark, old.table_path, pair.live_table_version),
+        read_spark(spark, new.table_path, pair.candidate_table_version),
+        pipeline.table.key,
+        pipeline.comparison,
+        table=pipeline.name,
+        old_name=args.old,
+        new_name=args.new,
+    )
+    print(result.render_text())
+    return 0 if result.passed else 1
