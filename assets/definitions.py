@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dagster import AssetSelection, Definitions, define_asset_job
+from dagster import AssetSelection, Definitions, ScheduleDefinition, define_asset_job
 
 from assets.health import health_checks
+from assets.quality_checks import quality_check
 from assets.resources import KappaSettings
 from assets.tables import table_asset, table_key
 from assets.topics import topic_asset
@@ -27,9 +28,25 @@ deploy_jobs = [
     for name in PIPELINES
 ]
 
+QUALITY_CHECKS = [quality_check(table_key(n), p) for n, p in PIPELINES.items() if p.quality]
+
+quality_job = define_asset_job(
+    "table_quality",
+    selection=AssetSelection.checks(*QUALITY_CHECKS),
+    description="Run every table's Great Expectations suite on its live snapshot.",
+)
+
 defs = Definitions(
     assets=[*(topic_asset(t) for t in TOPICS), *(table_asset(p) for p in PIPELINES.values())],
-    asset_checks=[c for name in PIPELINES for c in health_checks(table_key(name))],
-    jobs=deploy_jobs,
+    asset_checks=[
+        *(c for name in PIPELINES for c in health_checks(table_key(name))),
+        *QUALITY_CHECKS,
+    ],
+    jobs=[*deploy_jobs, quality_job],
+    schedules=[
+        ScheduleDefinition(
+            name="table_quality_every_10_minutes", job=quality_job, cron_schedule="*/10 * * * *"
+        )
+    ],
     resources={"kappa": KappaSettings()},
 )

@@ -8,6 +8,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from quality.rules import Between, NotInFuture, SumNonNegative, TableSpec
 from streaming.pipeline import Accumulate, Pipeline
 
 VERSION = "v1"
@@ -31,6 +32,22 @@ def transform(records: DataFrame) -> DataFrame:
     )
 
 
+QUALITY = TableSpec(
+    name="customer_spend",
+    key="customer_id",
+    schema={
+        "customer_id": "string",
+        "txn_count": "bigint",
+        "total_amount": "decimal(18,2)",
+        "last_txn_ts": "bigint",
+    },
+    rules=(
+        Between("txn_count", min_value=1),
+        SumNonNegative("total_amount"),
+        NotInFuture("last_txn_ts", tolerance_ms=5 * 60 * 1000),
+    ),
+)
+
 PIPELINE = Pipeline(
     name="customer_spend",
     version=VERSION,
@@ -52,4 +69,5 @@ PIPELINE = Pipeline(
     ),
     table_schema=TABLE_SCHEMA,
     description="Running transaction count, total amount and last transaction time per customer.",
+    quality=QUALITY,
 )

@@ -9,6 +9,8 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from quality.reference import ISO_3166_ALPHA2
+from quality.rules import InSet, MatchesRegex, NotInFuture, NotNull, TableSpec
 from streaming.pipeline import LatestPerKey, Pipeline
 
 VERSION = "v1"
@@ -42,6 +44,26 @@ def transform(records: DataFrame) -> DataFrame:
     )
 
 
+QUALITY = TableSpec(
+    name="customers",
+    key="customer_id",
+    schema={
+        "customer_id": "string",
+        "name": "string",
+        "email": "string",
+        "country": "string",
+        "updated_at": "bigint",
+        "partition": "int",
+        "offset": "bigint",
+    },
+    rules=(
+        NotNull("name"),
+        InSet("country", tuple(sorted(ISO_3166_ALPHA2))),
+        MatchesRegex("email", r"^[^@\s]+@[^@\s]+\.[A-Za-z]{2,}$"),
+        NotInFuture("updated_at", tolerance_ms=5 * 60 * 1000),
+    ),
+)
+
 PIPELINE = Pipeline(
     name="customers",
     version=VERSION,
@@ -53,4 +75,5 @@ PIPELINE = Pipeline(
     table=LatestPerKey(key="customer_id", position=("partition", "offset")),
     table_schema=TABLE_SCHEMA,
     description="Latest profile per customer from the `customers` changelog (tombstones delete).",
+    quality=QUALITY,
 )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from dagster import AssetKey, DagsterInstance, materialize
@@ -53,8 +54,13 @@ def test_materializing_a_table_runs_the_pipeline_and_reports_metadata(settings, 
     os.environ.update(settings.to_env())
     try:
         instance = DagsterInstance.ephemeral()
+        check = next(
+            c
+            for c in defs.asset_checks
+            if any(k.name == "quality_suite" and k.asset_key == table.key for k in c.check_keys)
+        )
         result = materialize(
-            [table],
+            [table, check],
             instance=instance,
             resources={"kappa": KappaSettings(home=str(settings.home))},
             run_config={"ops": {"tables__customers": {"config": {"mode": "until_caught_up"}}}},
@@ -72,3 +78,11 @@ def test_materializing_a_table_runs_the_pipeline_and_reports_metadata(settings, 
     assert meta["dead_lettered_total"] == 0
     assert sum(meta[f"offset.customers.{p}"] for p in range(4)) == 2000
     assert table_rows(settings, "customers") == expected
+    evaluations = result.get_asset_check_evaluations()
+    assert {e.check_name for e in evaluations} == {"lag", "freshness", "quality_suite"}
+    [evaluation] = [e for e in evaluations if e.check_name == "quality_suite"]
+    assert evaluation.passed
+    check_meta = {k: getattr(v, "value", v) for k, v in evaluation.metadata.items()}
+    assert check_meta["row_count"] == len(expected)
+    assert check_meta["expectations_failed"] == 0
+    assert Path(check_meta["data_docs_index"]).exists()
