@@ -9,6 +9,7 @@ from assets.quality_checks import quality_check
 from assets.resources import KappaSettings
 from assets.tables import table_asset, table_key
 from assets.topics import topic_asset
+from assets.version_jobs import VERSION_JOBS
 from streaming.pipelines import PIPELINES
 
 TOPICS = sorted({t for p in PIPELINES.values() for t in p.topics})
@@ -42,7 +43,7 @@ defs = Definitions(
         *(c for name in PIPELINES for c in health_checks(table_key(name))),
         *QUALITY_CHECKS,
     ],
-    jobs=[*deploy_jobs, quality_job],
+    jobs=[*deploy_jobs, quality_job, *VERSION_JOBS],
     schedules=[
         ScheduleDefinition(
             name="table_quality_every_10_minutes", job=quality_job, cron_schedule="*/10 * * * *"

@@ -148,3 +148,19 @@ def test_side_by_side_reprocess_promote_rollback_retire(spark, settings, broker,
     with pytest.raises(PromotionBlockedError, match="email"):
         promote(settings, "customers", "v3")
     assert live_version(settings.home, "customers") == "v2"
+
+    # the UI job refuses too, and says why
+    from assets.resources import KappaSettings
+    from assets.version_jobs import promote_version
+
+    result = promote_version.execute_in_process(
+        run_config={
+            "ops": {"promote_candidate": {"config": {"pipeline": "customers", "version": "v3"}}}
+        },
+        resources={"kappa": KappaSettings(home=str(settings.home))},
+        raise_on_error=False,
+    )
+    assert not result.success
+    [failure] = [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
+    assert "email" in failure.step_failure_data.error.message
+    assert live_version(settings.home, "customers") == "v2"
