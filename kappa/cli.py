@@ -70,9 +70,10 @@ def build_parser() -> argparse.ArgumentParser:
     stop.add_argument("pipeline")
     stop.set_defaults(handler=_stop)
 
-    from kappa.cli_versions import add_version_commands
+    from kappa.cli_versions import add_quality_commands, add_version_commands
 
     add_version_commands(sub)
+    add_quality_commands(sub)
 
     up = sub.add_parser("up", help="run the whole platform: broker, demo producer, Dagster UI")
     up.add_argument("--rate", type=float, default=200.0, help="demo events per second (200)")

@@ -127,3 +127,41 @@ def _diff(settings: Settings, args: argparse.Namespace) -> int:
     )
     print(result.render_text())
     return 0 if result.passed else 1
+
+
+def add_quality_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    quality = sub.add_parser("quality", help="data quality results")
+    quality_sub = quality.add_subparsers(dest="quality_command", required=True)
+    report = quality_sub.add_parser("report", help="the latest quality results of a table")
+    report.add_argument("pipeline")
+    report.add_argument("--version", help="deployment version (default: the live one)")
+    report.add_argument("--run", action="store_true", help="validate the snapshot now first")
+    report.set_defaults(handler=_quality_report)
+
+
+def _quality_report(settings: Settings, args: argparse.Namespace) -> int:
+    from assets.quality_checks import run_table_suite, validation_path
+    from kappa.table_output import resolve_deployment
+    from quality import load_result, render
+
+    pipeline = get_pipeline(args.pipeline)
+    deployment = resolve_deployment(settings, pipeline.name, args.version)
+    if args.run:
+        run_table_suite(settings, pipeline, deployment.version)
+    path = validation_path(settings, deployment.id)
+    if not path.exists():
+        print(
+            f"kappa: error: no quality results for {deployment.id} yet; run the "
+            "`table_quality` job in Dagster or pass --run",
+            file=sys.stderr,
+        )
+        return 2
+    print(render(load_result(path)))
+    comparisons = sorted(
+        (settings.home / "quality" / "comparisons").glob(
+            f"{pipeline.name}__*__{deployment.version}.json"
+        )
+    )
+    for found in comparisons:
+        print(render(load_result(found)))
+    return 0

@@ -1,0 +1,64 @@
+"""The version and quality subcommands of `kappa`, run in-process against real tables."""
+
+from __future__ import annotations
+
+import pytest
+
+from kappa.cli import main
+from tests.producing import Out, customer_changes, send
+
+pytestmark = pytest.mark.integration
+
+
+def _kappa(settings, capsys, *args: str) -> tuple[int, str, str]:  # type: ignore[no-untyped-def]
+    code = main(
+        [
+            "--home",
+            str(settings.home),
+            "--bootstrap-servers",
+            settings.kafka.bootstrap_servers,
+            "--spark-master",
+            "local[2]",
+            *args,
+        ]
+    )
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_tables_history_quality_report_and_refusals(spark, settings, broker, capsys):
+    send(settings, customer_changes(500, seed=50))
+    assert _kappa(settings, capsys, "run", "customers", "--until-caught-up")[0] == 0
+    code, out, _ = _kappa(settings, capsys, "promote", "customers", "v1")
+    assert code == 0 and "live version - -> v1" in out
+
+    code, out, _ = _kappa(settings, capsys, "tables")
+    assert "customers" in out and "live=v1" in out
+    code, out, _ = _kappa(settings, capsys, "history", "customers")
+    assert code == 0 and "- -> v1 (first live version)" in out
+
+    code, out, _ = _kappa(settings, capsys, "quality", "report", "customers", "--run")
+    assert code == 0 and "customers" in out and "expect" in out.lower()
+
+    # a bad country code injected into the topic is caught by the suite, with its count
+    send(
+        settings,
+        [
+            Out(
+                "customers",
+                b"zz-bad",
+                b'{"customer_id": "zz-bad", "name": "X", '
+                b'"email": "x@example.com", "country": "XX", "updated_at": 1}',
+            )
+        ],
+    )
+    assert _kappa(settings, capsys, "run", "customers", "--until-caught-up")[0] == 0
+    code, out, _ = _kappa(settings, capsys, "quality", "report", "customers", "--run")
+    assert code == 0 and "country" in out and "FAILED" in out.upper()
+
+    code, _, err = _kappa(settings, capsys, "retire", "customers", "v1")
+    assert code == 2 and "is live" in err
+    code, _, err = _kappa(settings, capsys, "rollback", "customers")
+    assert code == 2 and "no previous live version" in err
+    code, _, err = _kappa(settings, capsys, "promote", "customers", "../v9")
+    assert code == 2 and "invalid" in err
