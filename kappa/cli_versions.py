@@ -101,30 +101,9 @@ def _retire(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _diff(settings: Settings, args: argparse.Namespace) -> int:
-    from quality import compare_tables
-    from streaming.spark_session import build_spark_session
-    from streaming.table_reader import read_spark
-    from streaming.versions import comparable_pair
+    from kappa.promotion import compare_versions
 
-    pipeline = get_pipeline(args.pipeline)
-    old, new = (Deployment(pipeline.name, v, settings.home) for v in (args.old, args.new))
-    pair = comparable_pair(old, new)
-    if pair is None:
-        print(
-            f"kappa: error: {old.id} and {new.id} have no commit at the same input offsets",
-            file=sys.stderr,
-        )
-        return 2
-    spark = build_spark_session(settings.spark.master, settings.spark.conf)
-    result = compare_tables(
-        read_spark(spark, old.table_path, pair.live_table_version),
-        read_spark(spark, new.table_path, pair.candidate_table_version),
-        pipeline.table.key,
-        pipeline.comparison,
-        table=pipeline.name,
-        old_name=args.old,
-        new_name=args.new,
-    )
+    result = compare_versions(settings, args.pipeline, args.old, args.new)
     print(result.render_text())
     return 0 if result.passed else 1
 

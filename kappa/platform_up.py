@@ -39,6 +39,28 @@ def child_env(settings: Settings) -> dict[str, str]:
     }
 
 
+def dagster_dev(settings: Settings) -> ManagedProcess:
+    """`dagster dev` (webserver + daemon) on the configured host and port."""
+    return ManagedProcess(
+        "dagster",
+        [
+            sys.executable,
+            "-m",
+            "dagster",
+            "dev",
+            "-w",
+            str(REPO_ROOT / "workspace.yaml"),
+            "-h",
+            settings.dagster.host,
+            "-p",
+            str(settings.dagster.port),
+        ],
+        settings.logs_dir / "dagster.log",
+        env=child_env(settings),
+        cwd=REPO_ROOT,
+    )
+
+
 def run_platform(settings: Settings, producer_rate: float | None) -> int:
     stopping = False
 
@@ -78,24 +100,7 @@ def run_platform(settings: Settings, producer_rate: float | None) -> int:
             print(
                 f"demo producer: {producer_rate:g} events/s (log {settings.logs_dir}/producer.log)"
             )
-        dagster = ManagedProcess(
-            "dagster",
-            [
-                sys.executable,
-                "-m",
-                "dagster",
-                "dev",
-                "-w",
-                str(REPO_ROOT / "workspace.yaml"),
-                "-h",
-                settings.dagster.host,
-                "-p",
-                str(settings.dagster.port),
-            ],
-            settings.logs_dir / "dagster.log",
-            env=env,
-            cwd=REPO_ROOT,
-        ).start()
+        dagster = dagster_dev(settings).start()
         children.append(dagster)
         api = DagsterApi(settings, timeout_s=2.0)
         ready = wait_until(lambda: stopping or not dagster.alive() or _ready(api), timeout_s=120)

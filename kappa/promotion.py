@@ -25,21 +25,30 @@ class Promotion:
 
 def compare_with_live(settings: Settings, pipeline_name: str, version: str) -> Any:
     """Compare ``version`` with the live version at exactly the same input offsets."""
-    from quality import compare_tables, save_result
-    from streaming.spark_session import build_spark_session
-    from streaming.table_reader import read_spark
-
     pipeline = get_pipeline(pipeline_name)
     live = live_version(settings.home, pipeline.name)
     if live is None:
         msg = f"{pipeline.name} has no live version to compare with"
         raise PromotionBlockedError(msg)
-    old, new = (Deployment(pipeline.name, v, settings.home) for v in (live, version))
+    return compare_versions(settings, pipeline.name, live, version)
+
+
+def compare_versions(
+    settings: Settings, pipeline_name: str, old_version: str, new_version: str
+) -> Any:
+    """Compare two versions' tables at the latest input offsets both have committed."""
+    from quality import compare_tables, save_result
+    from streaming.spark_session import build_spark_session
+    from streaming.table_reader import read_spark
+
+    pipeline = get_pipeline(pipeline_name)
+    old, new = (Deployment(pipeline.name, v, settings.home) for v in (old_version, new_version))
     pair = comparable_pair(old, new)
     if pair is None:
         msg = (
             f"{new.id} has no commit at input offsets that {old.id} also committed; catch it up "
-            f"with `kappa run {pipeline.name} --version {version} --until-caught-up --until-live`"
+            f"with `kappa run {pipeline.name} --version {new_version} --until-caught-up "
+            "--until-live`"
         )
         raise PromotionBlockedError(msg)
     spark = build_spark_session(settings.spark.master, settings.spark.conf)
@@ -49,11 +58,11 @@ def compare_with_live(settings: Settings, pipeline_name: str, version: str) -> A
         pipeline.table.key,
         pipeline.comparison,
         table=pipeline.name,
-        old_name=live,
-        new_name=version,
-        docs_dir=settings.home / "quality" / "docs" / f"{pipeline.name}__{live}__{version}",
+        old_name=old_version,
+        new_name=new_version,
+        docs_dir=settings.home / "quality" / "docs" / f"{old.id}__{new_version}",
     )
-    save_result(comparison_path(settings, pipeline.name, live, version), result)
+    save_result(comparison_path(settings, pipeline.name, old_version, new_version), result)
     return result
 
 

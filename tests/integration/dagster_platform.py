@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -12,9 +11,9 @@ from dagster_graphql import DagsterGraphQLClient
 
 from kappa.broker import EmbeddedBroker
 from kappa.dagster_api import DagsterApi
-from kappa.platform_up import child_env
+from kappa.platform_up import dagster_dev
 from kappa.processes import ManagedProcess, wait_until
-from kappa.settings import REPO_ROOT, Settings
+from kappa.settings import Settings
 from streaming.deployment import Deployment
 from streaming.lock import DeploymentLock
 from tests.conftest import make_settings
@@ -53,24 +52,7 @@ def running_platform(home: Path) -> Iterator[Platform]:
     settings = make_settings(home)
     broker = EmbeddedBroker(settings)
     broker.start()
-    dagster = ManagedProcess(
-        "dagster",
-        [
-            sys.executable,
-            "-m",
-            "dagster",
-            "dev",
-            "-w",
-            str(REPO_ROOT / "workspace.yaml"),
-            "-h",
-            "127.0.0.1",
-            "-p",
-            str(settings.dagster.port),
-        ],
-        settings.logs_dir / "dagster.log",
-        env=child_env(settings),
-        cwd=REPO_ROOT,
-    ).start()
+    dagster = dagster_dev(settings).start()
     try:
         api = DagsterApi(settings, timeout_s=5)
         assert wait_until(lambda: _ready(api), timeout_s=120, interval_s=0.5), (
