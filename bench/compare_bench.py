@@ -72,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=1, help="comparisons to run and time")
     parser.add_argument("--report", action="store_true", help="print the comparison report")
     parser.add_argument("--phases", action="store_true", help="log the time of each phase")
+    parser.add_argument("--docs", action="store_true", help="also build GE Data Docs")
     args = parser.parse_args(argv)
     if args.phases:
         logging.basicConfig(format="  %(message)s")
@@ -113,6 +114,7 @@ def main(argv: list[str] | None = None) -> int:
                 table="customers",
                 old_name="v1",
                 new_name="v2",
+                docs_dir=root / "docs" if args.docs else None,
             )
             timings.append(time.perf_counter() - started)
         if args.report:

@@ -1,9 +1,11 @@
 """Old-vs-new comparison of two versions of one table, judged by Great Expectations.
 
 Both versions are joined per key into a diff frame (:mod:`quality.diff_frame`), which is
-cached once and then read by one aggregate pass (coverage, duplicates, match counts,
-distributions), by one GE validation (the verdict and its evidence) and by two small ordered
-takes (example keys, top mismatching keys).
+cached once (uncompressed) and then read by one aggregate pass (coverage, duplicates, match
+counts, distributions), by the GE validation (the verdict and its evidence; see
+:func:`quality.gx_runner.run_checks`) and, only when there is something to show, by two small
+ordered takes (example keys, top mismatching keys). Great Expectations is imported in the
+background while the join runs.
 
 The checks and the wording of failures are in :mod:`quality.diff_checks`.
 """
@@ -16,13 +18,13 @@ from dataclasses import fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from quality.caching import cache_uncompressed
 from quality.comparison import ColumnMatch, ComparisonResult, KeyCoverage, SchemaDiff, TypeChange
 from quality.diff_checks import diff_checks, exact_type_failures, failure_reasons
 from quality.diff_frame import (
     DiffPlan,
     aggregate,
     build_diff_frame,
-    cache_uncompressed,
     distributions,
     example_keys,
     top_mismatches,

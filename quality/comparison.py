@@ -239,7 +239,7 @@ class ComparisonResult:
         for match in self.columns:
             metadata[f"match_rate.{match.column}"] = match.match_rate
         for shift in self.distributions:
-            for stat in ("mean", "p50", "p99"):
+            for stat in ("mean", "p50", "p90", "p99"):
                 for side in ("old", "new"):
                     value = getattr(shift, f"{side}_{stat}")
                     metadata[f"{stat}.{shift.column}.{side}"] = "null" if value is None else value

@@ -22,6 +22,7 @@ from quality.outcomes import ExpectationOutcome
 
 if TYPE_CHECKING:
     from great_expectations import ExpectationSuite
+    from great_expectations.data_context import AbstractDataContext
     from pyspark.sql import DataFrame
 
 DATASOURCE = "kappa_spark"
@@ -84,55 +85,53 @@ def run_checks(
 ) -> GxRun:
     """Validate ``df`` against ``checks`` with Great Expectations.
 
-    Without ``docs_dir`` the suite first runs for counts only (one Spark job per expectation
-    domain), then the failed expectations run again for their example values and keys: GE
-    spends extra jobs per expectation on examples even when there are none to find. With
-    ``docs_dir`` one run collects everything and is stored for the Data Docs.
+    The suite first runs for counts only (one Spark job per expectation domain and one per
+    map expectation), then the failed expectations run again, as the suite
+    ``<suite_name>.evidence``, for example values and keys: GE spends several more jobs per
+    expectation on examples even when there are none to find.
 
     Args:
         df: the data; cache it first when it is expensive, GE scans it several times.
         checks: the expectations, in report order.
         suite_name: the GE suite (and asset) name; also names the Data Docs pages.
         key_column: a column whose values identify failing rows in the evidence.
-        docs_dir: build Data Docs into this directory (file context) instead of keeping the
-            run in memory.
+        docs_dir: keep both runs in a file GE project in this directory and build its Data
+            Docs (the page returned is the counts run's; the evidence run is in the index).
 
     Returns:
         The overall success, one outcome per check and, with ``docs_dir``, the Data Docs links.
     """
     import great_expectations as gx
 
-    index = [key_column] if key_column is not None and key_column in df.columns else []
     full: dict[str, Any] = {"result_format": "SUMMARY", "partial_unexpected_count": EXAMPLES}
-    if index:
-        full["unexpected_index_column_names"] = index
+    if key_column is not None and key_column in df.columns:
+        full["unexpected_index_column_names"] = [key_column]
     counts_only = {"result_format": "BASIC", "partial_unexpected_count": 0}
 
-    if docs_dir is not None:
-        context = file_context(docs_dir)
-        result, run_id = _validate(context, df, checks, suite_name, full)
-        docs = build_data_docs(context=context, validation_id=_result_id(result, run_id))
-        outcomes = _outcomes(result, checks, key_column, df)
+    if docs_dir is None:
+        context: AbstractDataContext = quiet(gx.get_context(mode="ephemeral"))
     else:
-        context = quiet(gx.get_context(mode="ephemeral"))
-        result, run_id = _validate(context, df, checks, suite_name, counts_only)
-        docs = None
-        outcomes = _outcomes(result, checks, key_column, df)
-        failed = {o.name for o in outcomes if not o.success and o.unexpected_count}
-        if failed:
-            again = [c for c in checks if c.name in failed]
-            evidence, _ = _validate(context, df, again, f"{suite_name}.evidence", full)
-            found = {o.name: o for o in _outcomes(evidence, again, key_column, df)}
-            outcomes = [
-                replace(
-                    o,
-                    unexpected_examples=found[o.name].unexpected_examples,
-                    unexpected_keys=found[o.name].unexpected_keys,
-                )
-                if o.name in found
-                else o
-                for o in outcomes
-            ]
+        context = file_context(docs_dir)
+    result, run_id = _validate(context, df, checks, suite_name, counts_only)
+    outcomes = _outcomes(result, checks, key_column, df)
+    failed = {o.name for o in outcomes if not o.success and o.unexpected_count}
+    if failed:
+        again = [c for c in checks if c.name in failed]
+        evidence, _ = _validate(context, df, again, f"{suite_name}.evidence", full)
+        found = {o.name: o for o in _outcomes(evidence, again, key_column, df)}
+        outcomes = [
+            replace(
+                o,
+                unexpected_examples=found[o.name].unexpected_examples,
+                unexpected_keys=found[o.name].unexpected_keys,
+            )
+            if o.name in found
+            else o
+            for o in outcomes
+        ]
+    docs = None
+    if docs_dir is not None:
+        docs = build_data_docs(context=context, validation_id=_result_id(result, run_id))
     return GxRun(
         success=bool(result.success),
         outcomes=tuple(outcomes),

@@ -176,9 +176,8 @@ class TableValidation:
             "expectations_failed": sum(not o.success for o in self.outcomes),
             "now_ms": self.now_ms,
             "validated_at": self.validated_at,
+            "failures": "\n".join(self.failures),
         }
-        if self.failures:
-            metadata["failures"] = "\n".join(self.failures)
         metadata.update(outcome_metadata(self.outcomes))
         if self.docs_page:
             metadata["data_docs_page"] = self.docs_page

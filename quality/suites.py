@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from quality.caching import cache_uncompressed
 from quality.gx_runner import Check, expectation_suite, run_checks
 from quality.outcomes import ExpectationOutcome, TableValidation
 from quality.rules import TableSpec
@@ -126,7 +127,7 @@ def validate_table(
     """
     now = int(time.time() * 1000) if now_ms is None else now_ms
     owned = not spark_df.is_cached
-    df = spark_df.cache() if owned else spark_df
+    df = cache_uncompressed(spark_df) if owned else spark_df
     try:
         run = run_checks(
             df,

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import N_KEYS, key_of
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from quality_testdata import N_KEYS, key_of
 
 from quality import ComparisonPolicy, compare_tables, load_result, save_result
 
