@@ -22,13 +22,13 @@ from dagster import (
     AssetExecutionContext,
     AssetMaterialization,
     AssetObservation,
+    DagsterExecutionInterruptedError,
     Failure,
     MaterializeResult,
     PipesEnvContextInjector,
     PipesTempFileMessageReader,
     open_pipes_session,
 )
-from dagster._core.errors import DagsterExecutionInterruptedError
 
 from assets.health import check_evaluations
 from kappa.processes import kill_all

@@ -20,33 +20,10 @@ from dagster import (
 )
 
 from assets.resources import KappaSettings
-from kappa.settings import Settings
-from kappa.table_output import resolve_deployment
+from kappa.quality_runs import run_table_suite
 from streaming.pipeline import Pipeline
 
 QUALITY_CHECK = "quality_suite"
-
-
-def validation_path(settings: Settings, deployment_id: str) -> Path:
-    return settings.home / "quality" / "validations" / f"{deployment_id}.json"
-
-
-def run_table_suite(settings: Settings, pipeline: Pipeline, version: str | None = None):  # type: ignore[no-untyped-def]
-    """Validate the table's current snapshot; returns (deployment, TableValidation)."""
-    from quality import save_result, validate_table
-    from streaming.spark_session import build_spark_session
-    from streaming.table_reader import read_spark
-
-    deployment = resolve_deployment(settings, pipeline.name, version)
-    spark = build_spark_session(settings.spark.master, settings.spark.conf)
-    snapshot = read_spark(spark, deployment.table_path)
-    result = validate_table(
-        snapshot,
-        pipeline.quality,
-        docs_dir=settings.home / "quality" / "docs" / deployment.id,
-    )
-    save_result(validation_path(settings, deployment.id), result)
-    return deployment, result
 
 
 def quality_check(key: AssetKey, pipeline: Pipeline) -> AssetChecksDefinition:

@@ -201,10 +201,7 @@ def _deployments_list(settings: Settings, args: argparse.Namespace) -> int:
         }
         for s in statuses
     ]
-    import pyarrow as pa
-
-    schema = pa.schema([(n, pa.string()) for n in ("pipeline", "status", "run_id", "lag", "rows")])
-    write_text_table(schema, rows, sys.stdout)
+    write_text_table(["pipeline", "status", "run_id", "lag", "rows"], rows, sys.stdout)
     return 0
 
 

@@ -119,7 +119,7 @@ def add_quality_commands(sub: argparse._SubParsersAction) -> None:  # type: igno
 
 
 def _quality_report(settings: Settings, args: argparse.Namespace) -> int:
-    from assets.quality_checks import run_table_suite, validation_path
+    from kappa.quality_runs import run_table_suite, validation_path
     from kappa.table_output import resolve_deployment
     from quality import load_result, render
 

@@ -11,7 +11,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import psutil
@@ -103,7 +103,7 @@ def _running(proc: psutil.Process) -> bool:
         return False
 
 
-def wait_until(predicate, timeout_s: float, interval_s: float = 0.2) -> bool:  # type: ignore[no-untyped-def]
+def wait_until(predicate: Callable[[], object], timeout_s: float, interval_s: float = 0.2) -> bool:
     """Poll ``predicate`` until it is true or ``timeout_s`` passes; returns its last value."""
     deadline = time.monotonic() + timeout_s
     while True:

@@ -7,10 +7,9 @@ import sys
 from decimal import Decimal
 from typing import Any, TextIO
 
-import pyarrow as pa
-
 from kappa.settings import Settings
 from streaming.deployment import Deployment
+from streaming.live import live_version
 from streaming.pipelines import get_pipeline
 from streaming.table_reader import read_arrow
 
@@ -19,8 +18,6 @@ def resolve_deployment(settings: Settings, name: str, version: str | None) -> De
     """The deployment a reader of ``name`` should see: the given version, else the live one."""
     pipeline = get_pipeline(name)
     if version is None:
-        from streaming.live import live_version
-
         version = live_version(settings.home, pipeline.name) or pipeline.version
     return Deployment(pipeline.name, version, settings.home)
 
@@ -44,12 +41,11 @@ def print_table(
         for row in rows:
             out.write(json.dumps({k: _plain(v) for k, v in row.items()}) + "\n")
     else:
-        write_text_table(table.schema, rows, out)
+        write_text_table(table.schema.names, rows, out)
         out.write(f"({len(rows)} rows, {deployment.id})\n")
 
 
-def write_text_table(schema: pa.Schema, rows: list[dict[str, Any]], out: TextIO) -> None:
-    names = schema.names
+def write_text_table(names: list[str], rows: list[dict[str, Any]], out: TextIO) -> None:
     cells = [[_cell(row[n]) for n in names] for row in rows]
     widths = [max([len(n)] + [len(r[i]) for r in cells]) for i, n in enumerate(names)]
     out.write("  ".join(n.ljust(w) for n, w in zip(names, widths, strict=True)) + "\n")

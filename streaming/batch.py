@@ -41,6 +41,7 @@ class BatchWriter:
             deployment.table_path, pipeline.table_schema, pipeline.table, deployment.app_id
         )
         self.dead_letters = DeadLetters(deployment.dead_letter_path, deployment.app_id)
+        self.change_schema = change_schema(pipeline.table_schema, pipeline.table)
         self.results: list[BatchResult] = []
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
@@ -48,16 +49,14 @@ class BatchWriter:
         end_offsets = batch_end_offsets(self.deployment.checkpoint_path, batch_id)
         committed = self.table.committed_batch()
         if committed is not None and committed >= batch_id:
-            self._record(batch_id, True, 0, 0, 0, end_offsets, started)
+            version = self.table.table().version()
+            self._record(batch_id, True, 0, 0, 0, version, end_offsets, started)
             return
         decoded = decode(batch, self.pipeline)
         try:
             changes = _reduce(self.pipeline.transform(decoded.good), self.pipeline)
             dead = decoded.dead.toArrow()
-            arrow = changes.toArrow().select(
-                change_schema(self.pipeline.table_schema, self.pipeline.table).names
-            )
-            arrow = arrow.cast(change_schema(self.pipeline.table_schema, self.pipeline.table))
+            arrow = changes.toArrow().select(self.change_schema.names).cast(self.change_schema)
             input_rows = decoded.cached.count()
         finally:
             decoded.release()
@@ -66,7 +65,14 @@ class BatchWriter:
             arrow, batch_id, end_offsets, self.deployment.id, self.pipeline.fingerprint
         )
         self._record(
-            batch_id, result.skipped, input_rows, dead_count, arrow.num_rows, end_offsets, started
+            batch_id,
+            result.skipped,
+            input_rows,
+            dead_count,
+            arrow.num_rows,
+            result.table_version,
+            end_offsets,
+            started,
         )
 
     def _record(
@@ -76,6 +82,7 @@ class BatchWriter:
         rows: int,
         dead: int,
         changed: int,
+        table_version: int,
         end_offsets: dict[str, Any],
         started: float,
     ) -> None:
@@ -86,7 +93,7 @@ class BatchWriter:
                 input_rows=rows,
                 dead_lettered=dead,
                 changed_keys=changed,
-                table_version=self.table.table().version(),
+                table_version=table_version,
                 end_offsets=end_offsets,
                 duration_s=time.monotonic() - started,
                 finished_at=time.time(),

@@ -120,14 +120,13 @@ def take_snapshot(
     last_progress: Mapping[str, Any] | None,
     started: float,
     state: str,
-    kafka_client: Mapping[str, str],
+    log: KafkaLog,
     fingerprint_drift: str = "",
 ) -> Snapshot:
     """Measure a deployment now: its table, its dead letters, and its lag against the log."""
     results = writer.results
     committed = off.from_spark(results[-1].end_offsets) if results else _committed(writer)
-    with KafkaLog(kafka_client) as log:
-        latest = log.latest(pipeline.topics)
+    latest = log.latest(pipeline.topics)
     lag = {
         t: {str(p): max(0, end - committed.get(t, {}).get(p, 0)) for p, end in parts.items()}
         for t, parts in latest.items()

@@ -21,6 +21,7 @@ from streaming.batch import BatchWriter
 from streaming.deployment import Deployment
 from streaming.errors import DataLossError, StreamingError
 from streaming.health import HealthThresholds, classify
+from streaming.kafka_log import KafkaLog
 from streaming.kafka_source import FORMAT
 from streaming.pipeline import Pipeline
 from streaming.reporting import NullReporter, Reporter, Snapshot, take_snapshot
@@ -63,6 +64,7 @@ class PipelineRunner:
         self._query: StreamingQuery | None = None
         self._previous_lag: int | None = None
         self._drift = ""
+        self._log = KafkaLog(self.kafka_client)  # connects on first use, reused per report
 
     def request_stop(self) -> None:
         """Ask the query to stop after the batch in flight (safe from a signal handler)."""
@@ -127,7 +129,12 @@ class PipelineRunner:
             if query.isActive:
                 query.stop()
             raise
-        final = self._snapshot(query, started, "stopped" if self._stop.is_set() else "caught_up")
+        try:
+            final = self._snapshot(
+                query, started, "stopped" if self._stop.is_set() else "caught_up"
+            )
+        finally:
+            self._log.close()
         self.reporter.finished(final)
         return final
 
@@ -159,7 +166,7 @@ class PipelineRunner:
             query.lastProgress,
             started,
             state,
-            self.kafka_client,
+            self._log,
             self._drift,
         )
 

@@ -1,4 +1,4 @@
-"""Fixtures of the quality tests: one SparkSession and the live customers table.
+"""Fixtures of the quality tests: the live customers table (``spark`` is the root fixture).
 
 The test modules are named ``test_quality_*`` and this folder has no ``__init__.py``: as a
 package it would be imported as ``quality`` and shadow the package under test. Shared data
@@ -15,16 +15,6 @@ from quality_testdata import customers_frame
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
-
-
-@pytest.fixture(scope="session")
-def spark() -> Iterator[SparkSession]:
-    """The one SparkSession of the test session (about 5 s and 1 GB to start)."""
-    from streaming.spark_session import build_spark_session
-
-    session = build_spark_session("local[2]", {"spark.ui.showConsoleProgress": "false"})
-    yield session
-    session.stop()
 
 
 @pytest.fixture(scope="session")
