@@ -91,6 +91,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.handler(settings, args) or 0)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `kappa table show ... | head`: the reader is done, not an error
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except Exception as exc:
         if args.debug or not _is_user_error(exc):
             raise

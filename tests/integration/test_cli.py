@@ -93,3 +93,21 @@ def test_run_then_show_prints_exactly_the_compacted_topic(settings, broker):
     text = kappa(settings, "table", "show", "customers", "--limit", "3")
     assert text.stdout.splitlines()[0].split()[:3] == ["customer_id", "name", "email"]
     assert "(3 rows, customers__v1)" in text.stdout
+
+
+@pytest.mark.integration
+def test_show_into_a_closed_pipe_is_not_an_error(settings, broker):
+    send(settings, customer_changes(3000, seed=15, keys=2000))  # ~250 KB: more than a pipe holds
+    assert kappa(settings, "run", "customers", "--until-caught-up").returncode == 0
+    env = {**os.environ, **settings.to_env()}
+    shown = subprocess.run(
+        f"{sys.executable} -m kappa.cli table show customers --format jsonl | head -1",
+        shell=True,
+        env=env,
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert len(shown.stdout.splitlines()) == 1
+    assert "Traceback" not in shown.stderr and "BrokenPipe" not in shown.stderr
