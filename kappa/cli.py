@@ -193,9 +193,9 @@ def _deployments_list(settings: Settings, args: argparse.Namespace) -> int:
     from kappa.dagster_api import DagsterApi
     from kappa.deployments import deployment_statuses
     from kappa.table_output import write_text_table
-    from streaming.pipelines import PIPELINES
+    from streaming.pipelines import pipeline_names
 
-    statuses = deployment_statuses(DagsterApi(settings), sorted(PIPELINES))
+    statuses = deployment_statuses(DagsterApi(settings), pipeline_names())
     rows = [
         {
             "pipeline": s.pipeline,

@@ -10,7 +10,7 @@ import sys
 from kappa.settings import Settings
 from streaming.deployment import Deployment
 from streaming.live import history, live_version
-from streaming.pipelines import PIPELINES, get_pipeline
+from streaming.pipelines import get_pipeline, pipeline_names
 
 
 def add_version_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -47,7 +47,7 @@ def add_version_commands(sub: argparse._SubParsersAction) -> None:  # type: igno
 def _tables(settings: Settings, args: argparse.Namespace) -> int:
     from streaming.versions import deployed_versions
 
-    for name in sorted(PIPELINES):
+    for name in pipeline_names():
         live = live_version(settings.home, name)
         others = [v for v in deployed_versions(settings.home, name) if v != live]
         print(

@@ -81,6 +81,13 @@ class DagsterSettings(_Frozen):
     port: int = Field(default=3000, ge=1, le=65535)
 
 
+class VersionSettings(_Frozen):
+    """Side-by-side versions: how long a replaced version is kept, how long a comparison waits."""
+
+    retention_hours: float = Field(default=24.0, ge=0)
+    compare_wait_s: float = Field(default=300.0, gt=0)
+
+
 class Settings(_Frozen):
     """Everything a component needs to know about where the platform runs."""
 
@@ -89,6 +96,7 @@ class Settings(_Frozen):
     broker: BrokerSettings = Field(default_factory=BrokerSettings)
     spark: SparkSettings = Field(default_factory=SparkSettings)
     dagster: DagsterSettings = Field(default_factory=DagsterSettings)
+    versions: VersionSettings = Field(default_factory=VersionSettings)
 
     @property
     def tables_dir(self) -> Path:
@@ -118,6 +126,7 @@ class Settings(_Frozen):
             "KAPPA_BROKER_PORT": str(self.broker.port),
             "KAPPA_SPARK_MASTER": self.spark.master,
             "KAPPA_DAGSTER_PORT": str(self.dagster.port),
+            "KAPPA_RETENTION_HOURS": str(self.versions.retention_hours),
         }
         if self.spark.conf:
             env["KAPPA_SPARK_CONF"] = json.dumps(self.spark.conf)
@@ -191,6 +200,7 @@ def _merge_env(data: dict[str, Any], env: Mapping[str, str]) -> None:
         "KAPPA_BROKER_PORT": "broker.port",
         "KAPPA_SPARK_MASTER": "spark.master",
         "KAPPA_DAGSTER_PORT": "dagster.port",
+        "KAPPA_RETENTION_HOURS": "versions.retention_hours",
     }
     for var, dotted in simple.items():
         if env.get(var):

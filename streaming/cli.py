@@ -16,12 +16,13 @@ from types import FrameType
 
 from kappa.errors import KappaError
 from kappa.settings import Settings, load_settings
+from streaming.code_pins import pinned_pipeline
 from streaming.deployment import Deployment
 from streaming.errors import DataLossError, StreamingError
 from streaming.health import HealthThresholds
+from streaming.live import claim_first
 from streaming.lock import DeploymentBusyError, DeploymentLock
 from streaming.pipeline import Pipeline
-from streaming.pipelines import get_pipeline
 from streaming.reporting import LogReporter, Reporter, Snapshot
 from streaming.runner import PipelineRunner, RunOptions
 
@@ -79,6 +80,16 @@ def _add_version_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="replay from the earliest offsets even if the log lost its beginning",
     )
+    parser.add_argument(
+        "--starting-timestamp",
+        type=int,
+        help="a new deployment starts at the first records at or after this time (epoch ms)",
+    )
+    parser.add_argument(
+        "--no-follow-live",
+        action="store_true",
+        help="while not live, do not cut batches at the live version's commits (no comparison)",
+    )
 
 
 def options_from_args(args: argparse.Namespace) -> RunOptions:
@@ -91,6 +102,8 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
         thresholds=HealthThresholds(args.lag_threshold, args.stall_after),
         until_live=args.until_live,
         allow_missing_history=args.force,
+        follow_live=not args.no_follow_live,
+        starting_timestamp_ms=args.starting_timestamp,
     )
 
 
@@ -113,13 +126,17 @@ def run_pipeline(
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        pipeline = get_pipeline(pipeline_name)
-        deployment = Deployment(pipeline.name, version or pipeline.version, settings.home)
+        pinned = pinned_pipeline(settings.home, pipeline_name, version)
+        pipeline = pinned.pipeline
+        deployment = Deployment(pipeline.name, pipeline.version, settings.home)
         _check_broker(settings, pipeline.topics)
         options = _resolve_versions(settings, pipeline, deployment, options)
         lock = DeploymentLock(deployment.lock_path)
         lock.acquire(deployment.id, run_id=os.environ.get("KAPPA_RUN_ID"))
         try:
+            if pinned.warning:
+                reporter.warning(pinned.warning)
+            claim_first(settings.home, pipeline.name, deployment.version, "first deployment")
             from streaming.spark_session import build_spark_session
 
             spark = build_spark_session(
@@ -153,7 +170,14 @@ def _resolve_versions(
     from streaming.versions import check_log_has_beginning, last_offsets
 
     fresh = not (deployment.checkpoint_path / "offsets").exists()
-    if fresh and options.starting_offsets == "earliest" and not options.allow_missing_history:
+    if fresh and options.starting_timestamp_ms is not None:
+        from streaming.start_position import offsets_at_timestamp
+
+        start = offsets_at_timestamp(
+            settings.kafka.client_config(), pipeline.topics, options.starting_timestamp_ms
+        )
+        options = replace(options, starting_offsets=off.dumps(start))
+    elif fresh and options.starting_offsets == "earliest" and not options.allow_missing_history:
         check_log_has_beginning(settings.kafka.client_config(), pipeline.topics)
     if not options.until_live:
         return options

@@ -34,3 +34,7 @@ class UnknownPipelineError(StreamingError):
 
 class InvalidNameError(StreamingError):
     """A pipeline or version name is unsafe to use in paths and identifiers."""
+
+
+class PipelineRegistryError(StreamingError):
+    """The configured pipeline modules cannot be loaded."""

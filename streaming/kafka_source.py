@@ -14,12 +14,15 @@ can switch to ``format("kafka")`` on a cluster that has the connector::
 
 Options: ``subscribe`` (comma-separated topics), ``startingOffsets``, ``endingOffsets`` (JSON; a
 kappa extension that stops a stream at exact offsets), ``maxOffsetsPerTrigger``,
+``endingOffsetsFile`` (a kappa extension: a JSON file of offsets re-read every trigger, which a
+side-by-side version uses to cut its batches where the live version cut its commits),
 ``failOnDataLoss`` (default true), ``includeHeaders`` (default false) and any ``kafka.*`` setting,
 passed to librdkafka without the prefix.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -58,6 +61,7 @@ class SourceOptions:
     fail_on_data_loss: bool
     include_headers: bool
     ending: off.OffsetMap | None = None
+    ending_file: str | None = None
 
     @classmethod
     def parse(cls, options: dict[str, str]) -> SourceOptions:
@@ -84,6 +88,7 @@ class SourceOptions:
             fail_on_data_loss=_flag(lowered, "failondataloss", True),
             include_headers=_flag(lowered, "includeheaders", False),
             ending=_ending(lowered.get("endingoffsets"), topics),
+            ending_file=lowered.get("endingoffsetsfile") or None,
         )
 
 
@@ -146,6 +151,10 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             latest = _min_offsets(latest, self._target, position)
         if self.options.ending is not None:
             latest = _min_offsets(latest, self.options.ending, position)
+        if self.options.ending_file is not None:
+            cap = read_offsets_cap(self.options.ending_file)
+            if cap is not None:
+                latest = _min_offsets(latest, cap, position)
         max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
         return off.to_spark(off.cap_offsets(position, latest, max_rows))
 
@@ -189,6 +198,17 @@ def _min_offsets(
             here = position.get(topic, {}).get(partition, 0)
             capped[topic][partition] = max(here, min(end, goal))
     return capped
+
+
+def read_offsets_cap(path: str) -> off.OffsetMap | None:
+    """``endingOffsetsFile`` (a kappa extension): a JSON file of offsets, re-read every trigger,
+    that the stream must not read past; a missing file means no cap. Partitions the file does
+    not list do not advance."""
+    try:
+        with open(path) as handle:
+            return off.from_spark(json.load(handle))
+    except FileNotFoundError:
+        return None
 
 
 def _ending(value: str | None, topics: tuple[str, ...]) -> off.OffsetMap | None:

@@ -112,15 +112,39 @@ def switch(
                 "someone else switched it first"
             )
             raise RuntimeError(msg)
-        record = Switch(pipeline, current, to_version, reason, comparison=comparison, actor=actor)
-        _atomic_write(
-            pointer_path(home, pipeline), json.dumps({"version": to_version, "since": record.at})
-        )
-        with open(history_path(home, pipeline), "a") as log:
-            log.write(json.dumps(asdict(record), default=str) + "\n")
-            log.flush()
-            os.fsync(log.fileno())
-        return record
+        return _record(home, pipeline, current, to_version, reason, comparison, actor)
+
+
+def _record(
+    home: Path,
+    pipeline: str,
+    current: str | None,
+    to_version: str,
+    reason: str,
+    comparison: dict[str, Any] | None,
+    actor: str,
+) -> Switch:
+    """Write the pointer, then append the switch to the history (caller holds the lock)."""
+    record = Switch(pipeline, current, to_version, reason, comparison=comparison, actor=actor)
+    _atomic_write(
+        pointer_path(home, pipeline), json.dumps({"version": to_version, "since": record.at})
+    )
+    with open(history_path(home, pipeline), "a") as log:
+        log.write(json.dumps(asdict(record), default=str) + "\n")
+        log.flush()
+        os.fsync(log.fileno())
+    return record
+
+
+def claim_first(home: Path, pipeline: str, version: str, reason: str) -> Switch | None:
+    """Make ``version`` live only if the pipeline has no live version yet (its first deployment).
+
+    Returns the switch, or None when a version is already live.
+    """
+    with _locked(home, validate_pipeline_name(pipeline)):
+        if live_version(home, pipeline) is not None:
+            return None
+        return _record(home, pipeline, None, validate_version(version), reason, None, "kappa")
 
 
 def _atomic_write(path: Path, text: str) -> None:

@@ -11,7 +11,7 @@ import hashlib
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
 
@@ -67,6 +67,8 @@ class Pipeline:
         quality: the table's quality spec (``quality.rules.TableSpec``), if declared.
         comparison: thresholds and expected changes for comparing a new version with the live
             one (``quality.rules.ComparisonPolicy``); the defaults when None.
+        promotion: ``"auto"``: a candidate that caught up and passed every blocking comparison
+            check becomes live by itself; ``"manual"``: it waits for a promote job or command.
     """
 
     name: str
@@ -82,6 +84,7 @@ class Pipeline:
     settings: dict[str, Any] = field(default_factory=dict)
     quality: Any = None
     comparison: Any = None
+    promotion: Literal["manual", "auto"] = "manual"
 
     def __post_init__(self) -> None:
         validate_pipeline_name(self.name)
@@ -90,6 +93,10 @@ class Pipeline:
             msg = (
                 f"pipeline {self.name}: the table schema must start with its key {self.table.key!r}"
             )
+            raise ValueError(msg)
+        if self.promotion not in ("manual", "auto"):
+            msg = f"pipeline {self.name}: promotion must be 'manual' or 'auto', not "
+            msg += repr(self.promotion)
             raise ValueError(msg)
 
     @property

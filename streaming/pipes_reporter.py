@@ -37,6 +37,15 @@ def snapshot_metadata(snapshot: Snapshot) -> dict[str, Any]:
         "committed_offsets": {"raw_value": snapshot.committed_offsets, "type": "json"},
         "lag_per_partition": {"raw_value": snapshot.lag, "type": "json"},
     }
+    if snapshot.role:
+        meta["role"] = snapshot.role
+    if snapshot.role == "candidate":
+        meta["live_version"] = snapshot.live_version
+        meta["catch_up_pct"] = snapshot.catch_up_pct
+        meta["behind_live"] = snapshot.behind_live
+        meta["catch_up_eta_s"] = (
+            snapshot.catch_up_eta_s if snapshot.catch_up_eta_s is not None else "unknown"
+        )
     if snapshot.fingerprint_drift:
         meta["code_changed_without_new_version"] = (
             f"table built by fingerprint {snapshot.fingerprint_drift}, running code is "

@@ -50,6 +50,12 @@ class Snapshot:
     # The fingerprint the table was built with, when it differs from the running code's: the
     # pipeline's code changed without a new version.
     fingerprint_drift: str = ""
+    # "live", or "candidate" for a version that follows the live one (with its catch-up progress).
+    role: str = ""
+    live_version: str = ""
+    behind_live: int | None = None
+    catch_up_pct: float | None = None
+    catch_up_eta_s: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -110,7 +116,15 @@ def _summary(snapshot: Snapshot) -> dict[str, Any]:
         "processed_rows_per_s",
         "duration_s",
     )
-    return {k: getattr(snapshot, k) for k in keys}
+    summary = {k: getattr(snapshot, k) for k in keys}
+    if snapshot.role == "candidate":
+        summary.update(
+            live_version=snapshot.live_version,
+            behind_live=snapshot.behind_live,
+            catch_up_pct=snapshot.catch_up_pct,
+            catch_up_eta_s=snapshot.catch_up_eta_s,
+        )
+    return summary
 
 
 def take_snapshot(

@@ -17,6 +17,8 @@ from pyspark.errors import StreamingQueryException
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
+from streaming import offsets as off
+from streaming.alignment import LiveAlignment
 from streaming.batch import BatchWriter
 from streaming.deployment import Deployment
 from streaming.errors import DataLossError, StreamingError
@@ -36,6 +38,8 @@ class RunOptions:
     ending_offsets: str | None = None
     until_live: bool = False
     allow_missing_history: bool = False
+    starting_timestamp_ms: int | None = None  # a new deployment starts at this time instead
+    follow_live: bool = True  # while not live, cut batches at the live version's commit offsets
     fail_on_data_loss: bool = True
     report_every_s: float = 5.0
     graceful_stop_timeout_s: float = 20.0
@@ -65,6 +69,7 @@ class PipelineRunner:
         self._previous_lag: int | None = None
         self._drift = ""
         self._log = KafkaLog(self.kafka_client)  # connects on first use, reused per report
+        self.alignment = LiveAlignment(deployment) if options.follow_live else None
 
     def request_stop(self) -> None:
         """Ask the query to stop after the batch in flight (safe from a signal handler)."""
@@ -79,6 +84,9 @@ class PipelineRunner:
         )
         if self.options.ending_offsets:
             reader = reader.option("endingOffsets", self.options.ending_offsets)
+        if self.alignment is not None:
+            self.alignment.refresh()
+            reader = reader.option("endingOffsetsFile", str(self.alignment.path))
         if self.options.max_offsets_per_trigger:
             reader = reader.option(
                 "maxOffsetsPerTrigger", str(self.options.max_offsets_per_trigger)
@@ -121,6 +129,8 @@ class PipelineRunner:
                     query.awaitTermination(0.25)
                 except StreamingQueryException:
                     break  # reported by _raise_failure below
+                if self.alignment is not None:
+                    self.alignment.refresh()
                 if time.monotonic() >= next_report:
                     self.reporter.progress(self._live_snapshot(query, started))
                     next_report = time.monotonic() + self.options.report_every_s
@@ -159,7 +169,7 @@ class PipelineRunner:
         return replace(snapshot, state=state)
 
     def _snapshot(self, query: StreamingQuery, started: float, state: str) -> Snapshot:
-        return take_snapshot(
+        snapshot = take_snapshot(
             self.pipeline,
             self.deployment,
             self.writer,
@@ -168,6 +178,25 @@ class PipelineRunner:
             state,
             self._log,
             self._drift,
+        )
+        return self._with_catch_up(snapshot)
+
+    def _with_catch_up(self, snapshot: Snapshot) -> Snapshot:
+        """A non-live version's progress toward the live version's position."""
+        if self.alignment is None:
+            return snapshot
+        committed = off.from_spark(snapshot.committed_offsets)
+        catch_up = self.alignment.catch_up(committed, self._log.earliest(self.pipeline.topics))
+        if catch_up is None:
+            return replace(snapshot, role="live")
+        eta = catch_up.eta_s(snapshot.processed_rows_per_s)
+        return replace(
+            snapshot,
+            role="candidate",
+            live_version=catch_up.live_version,
+            behind_live=catch_up.behind,
+            catch_up_pct=catch_up.done_pct,
+            catch_up_eta_s=None if eta is None else round(eta, 1),
         )
 
 

@@ -86,7 +86,7 @@ def test_side_by_side_reprocess_promote_rollback_retire(spark, settings, broker,
     from kappa.table_output import resolve_deployment
     from streaming import offsets as off
     from streaming.live import history, live_version
-    from streaming.pipelines import PIPELINES
+    from streaming.pipelines import registry
     from streaming.table_reader import read_arrow
     from streaming.versions import RetireRefusedError, last_offsets, retire
     from tests.integration.helpers import table_rows
@@ -111,7 +111,7 @@ def test_side_by_side_reprocess_promote_rollback_retire(spark, settings, broker,
     _run_version(spark, settings, v1)
     assert resolve_deployment(settings, "customers", None).version == "v1"
 
-    monkeypatch.setitem(PIPELINES, "customers", v2)
+    monkeypatch.setitem(registry(), "customers", v2)
     done = promote(settings, "customers", "v2")
     assert done.comparison.passed
     assert resolve_deployment(settings, "customers", None).version == "v2"
@@ -144,7 +144,7 @@ def test_side_by_side_reprocess_promote_rollback_retire(spark, settings, broker,
     v3 = dataclasses.replace(v1, version="v3", transform=_buggy_transform)
     at = last_offsets(Deployment("customers", "v2", settings.home))
     _run_version(spark, settings, v3, ending_offsets=off.dumps(at))
-    monkeypatch.setitem(PIPELINES, "customers", v3)
+    monkeypatch.setitem(registry(), "customers", v3)
     with pytest.raises(PromotionBlockedError, match="email"):
         promote(settings, "customers", "v3")
     assert live_version(settings.home, "customers") == "v2"

@@ -7,7 +7,7 @@ import pytest
 from kappa.demo import events
 from streaming.deployment import Deployment
 from streaming.errors import InvalidNameError, UnknownPipelineError
-from streaming.pipelines import PIPELINES, get_pipeline
+from streaming.pipelines import get_pipeline, registry
 
 
 @pytest.mark.parametrize("name", ["", "../etc", "a/b", "Customers", "x" * 49, "1abc", "a b"])
@@ -36,8 +36,8 @@ def test_unknown_pipeline_lists_the_known_ones():
 
 
 def test_fingerprints_are_stable_and_distinct():
-    prints = {p.fingerprint for p in PIPELINES.values()}
-    assert len(prints) == len(PIPELINES)
+    prints = {p.fingerprint for p in registry().values()}
+    assert len(prints) == len(registry())
     assert get_pipeline("customers").fingerprint == get_pipeline("customers").fingerprint
 
 

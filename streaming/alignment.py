@@ -1,0 +1,89 @@
+"""A version that is not live cuts its micro-batches where the live version cut its commits.
+
+Comparing two versions needs both tables at exactly the same input offsets. Two queries reading
+the same topics cut their batches differently, so the non-live version follows the live one: its
+source never reads past the offsets of the live version's latest commit (the ``endingOffsetsFile``
+option, re-read every trigger). Each of its commits then lands on a live commit's offsets, and it
+never overtakes the live version. When the live pointer moves to this version, the cap is lifted;
+a version that stops being live starts following the new live one.
+
+The same numbers give the candidate's progress: how much of the backlog between the log's start and
+the live position it has processed, and when it will catch up at its current rate.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from deltalake import DeltaTable
+
+from streaming import offsets as off
+from streaming.compacted_table import END_OFFSETS
+from streaming.deployment import Deployment
+from streaming.live import live_version
+
+
+@dataclass(frozen=True)
+class CatchUp:
+    """Where a non-live version stands against the live one."""
+
+    live_version: str
+    live_offsets: off.OffsetMap | None  # the live version's latest commit; None before its first
+    behind: int  # records between this version's position and the live position
+    done_pct: float  # percent of the backlog (log start -> live position) processed
+
+    def eta_s(self, rate_per_s: float) -> float | None:
+        return self.behind / rate_per_s if rate_per_s > 0 else None
+
+
+def latest_commit_offsets(table_path: Path) -> off.OffsetMap | None:
+    """The input offsets of a table's latest batch commit (reads only the newest log entries)."""
+    if not DeltaTable.is_deltatable(str(table_path)):
+        return None
+    for entry in DeltaTable(str(table_path)).history(limit=20):
+        if END_OFFSETS in entry:
+            return off.from_spark(json.loads(entry[END_OFFSETS]))
+    return None
+
+
+class LiveAlignment:
+    """Keeps a deployment's ``endingOffsetsFile`` at the live version's latest commit."""
+
+    def __init__(self, deployment: Deployment) -> None:
+        self.deployment = deployment
+        self.path = deployment.home / "alignment" / f"{deployment.id}.json"
+        self.live: str | None = None
+        self.live_offsets: off.OffsetMap | None = None
+
+    @property
+    def following(self) -> bool:
+        return self.live is not None and self.live != self.deployment.version
+
+    def refresh(self) -> None:
+        """Re-read the live pointer and the live table; rewrite or remove the cap file."""
+        self.live = live_version(self.deployment.home, self.deployment.pipeline)
+        if not self.following:
+            self.live_offsets = None
+            self.path.unlink(missing_ok=True)
+            return
+        live = Deployment(self.deployment.pipeline, str(self.live), self.deployment.home)
+        self.live_offsets = latest_commit_offsets(live.table_path)
+        self._write(self.live_offsets or {})  # no live commit yet: wait for the first one
+
+    def catch_up(self, committed: off.OffsetMap, earliest: off.OffsetMap) -> CatchUp | None:
+        if not self.following:
+            return None
+        target = self.live_offsets or {}
+        behind = off.total_lag(committed, target)
+        backlog = off.total_lag(earliest, target)
+        done = 100.0 if backlog == 0 else max(0.0, 100.0 * (backlog - behind) / backlog)
+        return CatchUp(str(self.live), self.live_offsets, behind, round(done, 2))
+
+    def _write(self, offsets: off.OffsetMap) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(off.dumps(offsets))
+        os.replace(tmp, self.path)  # the source never reads a half-written file
