@@ -1,17 +1,30 @@
-"""The code location: everything ``workspace.yaml`` loads."""
+"""The code location: everything ``workspace.yaml`` loads.
+
+Pipelines come from the registry (``KAPPA_PIPELINES`` or the demo pipelines); reloading the code
+location re-reads them, which is how a new pipeline version reaches the sensors.
+"""
 
 from __future__ import annotations
 
-from dagster import AssetSelection, Definitions, ScheduleDefinition, define_asset_job
+from dagster import (
+    AssetSelection,
+    DefaultScheduleStatus,
+    Definitions,
+    ScheduleDefinition,
+    define_asset_job,
+)
 
+from assets.comparison_checks import comparison_checks
 from assets.health import health_checks
 from assets.quality_checks import quality_check
 from assets.resources import KappaSettings
 from assets.tables import table_asset, table_key
 from assets.topics import topic_asset
-from assets.version_jobs import VERSION_JOBS
-from streaming.pipelines import PIPELINES
+from assets.version_jobs import RETIRE_SCHEDULE, VERSION_JOBS
+from assets.version_sensors import candidate_sensor, new_version_sensor
+from streaming.pipelines import registry
 
+PIPELINES = registry()
 TOPICS = sorted({t for p in PIPELINES.values() for t in p.topics})
 
 
@@ -19,15 +32,17 @@ def deploy_job_name(pipeline: str) -> str:
     return f"deploy_{pipeline}"
 
 
-deploy_jobs = [
-    define_asset_job(
+deploy_jobs = {
+    name: define_asset_job(
         deploy_job_name(name),
         selection=AssetSelection.assets(table_key(name)),
-        description=f"Run the `{name}` streaming deployment (continuous by default).",
+        description=f"Run a `{name}` streaming deployment (continuous by default). Give a "
+        "version to run another version side by side, or starting offsets/timestamp to "
+        "reprocess from there.",
         tags={"kappa/pipeline": name},
     )
     for name in PIPELINES
-]
+}
 
 QUALITY_CHECKS = [quality_check(table_key(n), p) for n, p in PIPELINES.items() if p.quality]
 
@@ -42,12 +57,18 @@ defs = Definitions(
     asset_checks=[
         *(c for name in PIPELINES for c in health_checks(table_key(name))),
         *QUALITY_CHECKS,
+        *(comparison_checks(table_key(n), p) for n, p in PIPELINES.items()),
     ],
-    jobs=[*deploy_jobs, quality_job, *VERSION_JOBS],
+    jobs=[*deploy_jobs.values(), quality_job, *VERSION_JOBS],
     schedules=[
         ScheduleDefinition(
-            name="table_quality_every_10_minutes", job=quality_job, cron_schedule="*/10 * * * *"
-        )
+            name="table_quality_every_10_minutes",
+            job=quality_job,
+            cron_schedule="*/10 * * * *",
+            default_status=DefaultScheduleStatus.STOPPED,
+        ),
+        RETIRE_SCHEDULE,
     ],
+    sensors=[new_version_sensor(deploy_jobs), candidate_sensor],
     resources={"kappa": KappaSettings()},
 )

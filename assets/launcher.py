@@ -178,9 +178,14 @@ class _Relay:
             payload = {k: v for k, v in message.items() if k != "kind"}
             snapshot = Snapshot(**payload)
             self.last = snapshot_metadata(snapshot)
-            for evaluation in check_evaluations(self.asset_key, snapshot):
-                self.context.log_event(evaluation)
-            if snapshot.table_version != self.table_version and message["kind"] == "progress":
+            # A candidate reports its catch-up as observations; the table's health checks and
+            # materializations stay those of the live version (until this one is promoted).
+            candidate = snapshot.role == "candidate"
+            if not candidate:
+                for evaluation in check_evaluations(self.asset_key, snapshot):
+                    self.context.log_event(evaluation)
+            changed = snapshot.table_version != self.table_version
+            if not candidate and changed and message["kind"] == "progress":
                 self.table_version = snapshot.table_version
                 yield AssetMaterialization(asset_key=self.asset_key, metadata=self.last)
             else:

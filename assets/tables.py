@@ -8,6 +8,7 @@ Pipes (``assets.launcher``); Dagster never touches the data.
 # No `from __future__ import annotations` here: Dagster reads these annotations at definition time.
 
 import sys
+from pathlib import Path
 from typing import Literal
 
 from dagster import (
@@ -24,7 +25,7 @@ from pydantic import Field
 from assets.launcher import run_deployment
 from assets.resources import KappaSettings
 from assets.topics import topic_key
-from streaming.deployment import Deployment
+from streaming.deployment import Deployment, validate_version
 from streaming.pipeline import Pipeline
 
 # A crashed streaming process is restarted by step retries (same run, resumes from the
@@ -45,6 +46,24 @@ class StreamingRunConfig(Config):
     report_every_s: float = Field(default=5.0, description="seconds between health reports")
     lag_threshold: int = Field(default=10_000, description="lag (records) that counts as lagging")
     stall_after_s: float = Field(default=60.0, description="seconds without progress = stalled")
+    version: str | None = Field(
+        default=None,
+        description="the version to run (default: the pipeline's declared version). A version "
+        "that is not live runs side by side as a candidate and never overtakes the live one.",
+    )
+    starting_offsets: str = Field(
+        default="earliest",
+        description="where a new deployment starts: earliest, latest, or JSON like "
+        '{"customers": {"0": 1200, "1": 0}}; ignored when the deployment has a checkpoint',
+    )
+    starting_timestamp_ms: int | None = Field(
+        default=None,
+        description="start a new deployment at the first records at or after this time (epoch ms)",
+    )
+    force_replay: bool = Field(
+        default=False,
+        description="replay from the earliest offsets even if retention removed the log's start",
+    )
 
 
 def table_key(pipeline: str) -> AssetKey:
@@ -74,7 +93,27 @@ def streaming_command(pipeline: Pipeline, version: str, config: StreamingRunConf
         cmd.append("--until-caught-up")
     if config.max_offsets_per_trigger:
         cmd += ["--max-offsets-per-trigger", str(config.max_offsets_per_trigger)]
+    cmd += ["--starting-offsets", config.starting_offsets]
+    if config.starting_timestamp_ms is not None:
+        cmd += ["--starting-timestamp", str(config.starting_timestamp_ms)]
+    if config.force_replay:
+        cmd.append("--force")
     return cmd
+
+
+def run_version(home: Path, run_id: str, requested: str | None, declared: str) -> str:
+    """The version this run deploys, fixed at its first attempt.
+
+    A retry after a code-location reload must restart the same version, not the newly declared
+    one, so the first attempt records its choice under ``$KAPPA_HOME/runs``.
+    """
+    record = home / "runs" / f"{run_id}.version"
+    if record.exists():
+        return record.read_text().strip()
+    version = validate_version(requested or declared)
+    record.parent.mkdir(parents=True, exist_ok=True)
+    record.write_text(version)
+    return version
 
 
 def table_asset(pipeline: Pipeline) -> AssetsDefinition:
@@ -91,7 +130,8 @@ def table_asset(pipeline: Pipeline) -> AssetsDefinition:
     )
     def _table(context: AssetExecutionContext, config: StreamingRunConfig, kappa: KappaSettings):
         settings = kappa.load()
-        deployment = Deployment(pipeline.name, pipeline.version, settings.home)
+        version = run_version(settings.home, context.run_id, config.version, pipeline.version)
+        deployment = Deployment(pipeline.name, version, settings.home)
         command = streaming_command(pipeline, deployment.version, config)
         yield from run_deployment(context, pipeline, deployment, command, settings)
 

@@ -8,7 +8,6 @@ import json
 import sys
 
 from kappa.settings import Settings
-from streaming.deployment import Deployment
 from streaming.live import history, live_version
 from streaming.pipelines import get_pipeline, pipeline_names
 
@@ -92,10 +91,16 @@ def _rollback(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _retire(settings: Settings, args: argparse.Namespace) -> int:
-    from streaming.versions import retire
+    from kappa.dagster_api import DagsterApi
+    from kappa.retiring import stop_and_retire
 
     pipeline = get_pipeline(args.pipeline)
-    removed = retire(Deployment(pipeline.name, args.version, settings.home))
+    removed = stop_and_retire(
+        settings,
+        pipeline.name,
+        args.version,
+        lambda run_id: DagsterApi(settings).terminate([run_id]),
+    )
     print(f"retired {pipeline.name}__{args.version}: removed {len(removed)} path(s)")
     return 0
 

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from kappa.errors import KappaError
 from kappa.settings import Settings
+from streaming import offsets as off
+from streaming.alignment import latest_commit_offsets
 from streaming.deployment import Deployment
 from streaming.live import Switch, history, live_version, switch
 from streaming.pipelines import get_pipeline
@@ -23,14 +28,53 @@ class Promotion:
     comparison: Any = None  # quality.ComparisonResult when one ran
 
 
-def compare_with_live(settings: Settings, pipeline_name: str, version: str) -> Any:
-    """Compare ``version`` with the live version at exactly the same input offsets."""
+def compare_with_live(
+    settings: Settings, pipeline_name: str, version: str, wait_s: float | None = None
+) -> Any:
+    """Compare ``version`` with the live version at exactly the same input offsets.
+
+    With ``wait_s``, first wait (up to that long) until the candidate has processed at least the
+    offsets the live version had committed when the comparison started.
+    """
     pipeline = get_pipeline(pipeline_name)
     live = live_version(settings.home, pipeline.name)
     if live is None:
         msg = f"{pipeline.name} has no live version to compare with"
         raise PromotionBlockedError(msg)
+    if live == version:
+        msg = f"{pipeline.name} {version} is the live version; compare a candidate with it"
+        raise PromotionBlockedError(msg)
+    if wait_s is not None:
+        wait_until_caught_up(settings, pipeline.name, live, version, wait_s)
     return compare_versions(settings, pipeline.name, live, version)
+
+
+def wait_until_caught_up(
+    settings: Settings, pipeline_name: str, live: str, candidate: str, wait_s: float
+) -> off.OffsetMap:
+    """Wait until ``candidate`` has a commit at offsets >= the live version's latest commit now.
+
+    Returns those offsets. Raises PromotionBlockedError when the deadline passes first.
+    """
+    old = Deployment(pipeline_name, live, settings.home)
+    new = Deployment(pipeline_name, candidate, settings.home)
+    target = latest_commit_offsets(old.table_path)
+    if target is None:
+        msg = f"{old.id} has committed nothing yet; nothing to compare with"
+        raise PromotionBlockedError(msg)
+    deadline = time.monotonic() + wait_s
+    while True:
+        pair = comparable_pair(old, new) if new.table_path.exists() else None
+        if pair is not None and off.total_lag(pair.offsets, target) == 0:
+            return pair.offsets
+        if time.monotonic() >= deadline:
+            done = latest_commit_offsets(new.table_path) or {}
+            msg = (
+                f"{new.id} has not caught up with {old.id} after {wait_s:.0f} s: "
+                f"{off.total_lag(done, target)} records behind the live position; is it running?"
+            )
+            raise PromotionBlockedError(msg)
+        time.sleep(0.5)
 
 
 def compare_versions(
@@ -62,11 +106,24 @@ def compare_versions(
         new_name=new_version,
         docs_dir=settings.home / "quality" / "docs" / f"{old.id}__{new_version}",
     )
-    save_result(comparison_path(settings, pipeline.name, old_version, new_version), result)
+    path = comparison_path(settings, pipeline.name, old_version, new_version)
+    save_result(path, result)
+    where = {
+        "offsets": off.to_spark(pair.offsets),
+        "old_table_version": pair.live_table_version,
+        "new_table_version": pair.candidate_table_version,
+    }
+    path.with_suffix(".at.json").write_text(json.dumps(where))
     return result
 
 
-def comparison_path(settings: Settings, pipeline: str, old: str, new: str) -> Any:
+def comparison_offsets(settings: Settings, pipeline: str, old: str, new: str) -> dict:
+    """The input offsets (and table versions) the last comparison of two versions used."""
+    path = comparison_path(settings, pipeline, old, new).with_suffix(".at.json")
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def comparison_path(settings: Settings, pipeline: str, old: str, new: str) -> Path:
     return settings.home / "quality" / "comparisons" / f"{pipeline}__{old}__{new}.json"
 
 
@@ -76,8 +133,15 @@ def promote(
     version: str,
     force: bool = False,
     reason: str = "manual promotion",
+    wait_s: float | None = None,
+    actor: str = "kappa",
+    comparison: Any = None,
 ) -> Promotion:
-    """Make ``version`` live if it compares clean with the live version (or ``force``)."""
+    """Make ``version`` live if it compares clean with the live version (or ``force``).
+
+    ``wait_s``: wait up to that long for the candidate to catch up before comparing;
+    ``comparison``: a comparison with the live version just made (not repeated).
+    """
     pipeline = get_pipeline(pipeline_name)
     candidate = Deployment(pipeline.name, version, settings.home)
     if not candidate.table_path.exists():
@@ -90,18 +154,32 @@ def promote(
         raise PromotionBlockedError(msg)
     if live is None:
         return Promotion(switch(settings.home, pipeline.name, version, "first live version"))
-    result = compare_with_live(settings, pipeline.name, version)
+    if comparison is not None and comparison.old_name != live:
+        comparison = None  # the live version changed since: compare again
+    result = comparison or compare_with_live(settings, pipeline.name, version, wait_s)
     if not result.passed and not force:
         msg = f"promotion of {candidate.id} blocked: " + "; ".join(result.failures)
         raise PromotionBlockedError(msg)
-    summary = {"passed": result.passed, "failures": list(result.failures), "forced": force}
+    summary = {
+        "passed": result.passed,
+        "failures": list(result.failures),
+        "forced": force,
+        "at_offsets": comparison_offsets(settings, pipeline.name, live, version),
+        "data_docs": result.docs_page or "",
+    }
     record = switch(
-        settings.home, pipeline.name, version, reason, comparison=summary, expect_from=live
+        settings.home,
+        pipeline.name,
+        version,
+        reason,
+        comparison=summary,
+        expect_from=live,
+        actor=actor,
     )
     return Promotion(record, result)
 
 
-def rollback(settings: Settings, pipeline_name: str) -> Switch:
+def rollback(settings: Settings, pipeline_name: str, actor: str = "kappa") -> Switch:
     """Switch back to the version that was live before the last switch."""
     pipeline = get_pipeline(pipeline_name)
     switches = history(settings.home, pipeline.name)
@@ -114,5 +192,10 @@ def rollback(settings: Settings, pipeline_name: str) -> Switch:
         msg = f"{previous.id} was retired; its table is gone"
         raise PromotionBlockedError(msg)
     return switch(
-        settings.home, pipeline.name, previous.version, "rollback", expect_from=last.to_version
+        settings.home,
+        pipeline.name,
+        previous.version,
+        "rollback",
+        expect_from=last.to_version,
+        actor=actor,
     )

@@ -29,13 +29,14 @@ def _kappa(settings, capsys, *args: str) -> tuple[int, str, str]:  # type: ignor
 def test_tables_history_quality_report_and_refusals(spark, settings, broker, capsys):
     send(settings, customer_changes(500, seed=50))
     assert _kappa(settings, capsys, "run", "customers", "--until-caught-up")[0] == 0
-    code, out, _ = _kappa(settings, capsys, "promote", "customers", "v1")
-    assert code == 0 and "live version - -> v1" in out
+    # the first deployment of a pipeline becomes its live version by itself
+    code, _, err = _kappa(settings, capsys, "promote", "customers", "v1")
+    assert code == 2 and "already live" in err
 
     code, out, _ = _kappa(settings, capsys, "tables")
     assert "customers" in out and "live=v1" in out
     code, out, _ = _kappa(settings, capsys, "history", "customers")
-    assert code == 0 and "- -> v1 (first live version)" in out
+    assert code == 0 and "- -> v1 (first deployment)" in out
 
     code, out, _ = _kappa(settings, capsys, "quality", "report", "customers", "--run")
     assert code == 0 and "customers" in out and "expect" in out.lower()
