@@ -113,7 +113,7 @@ def candidate_sensor(context: SensorEvaluationContext, kappa: KappaSettings) -> 
     for name, pipeline in sorted(registry().items()):
         view = overview(settings, name)
         metadata = overview_metadata(view)
-        digest = hashlib.sha256(json.dumps(metadata, default=str).encode()).hexdigest()[:16]
+        digest = hashlib.sha256(repr(sorted(metadata.items())).encode()).hexdigest()[:16]
         if cursor.get(name) != digest:
             events.append(AssetObservation(asset_key=table_key(name), metadata=metadata))
             cursor[name] = digest

@@ -8,7 +8,7 @@ import json
 import sys
 
 from kappa.settings import Settings
-from streaming.live import history, live_version
+from streaming.live import history
 from streaming.pipelines import get_pipeline, pipeline_names
 
 
@@ -44,14 +44,21 @@ def add_version_commands(sub: argparse._SubParsersAction) -> None:  # type: igno
 
 
 def _tables(settings: Settings, args: argparse.Namespace) -> int:
-    from streaming.versions import deployed_versions
+    from kappa.version_overview import overview
 
     for name in pipeline_names():
-        live = live_version(settings.home, name)
-        others = [v for v in deployed_versions(settings.home, name) if v != live]
+        view = overview(settings, name)
+        others = [v for v in view.versions if v.version != view.live_version]
+        described = [
+            f"{v.version} ({v.role}"
+            + ("" if v.caught_up_pct is None else f", {v.caught_up_pct:.1f}% caught up")
+            + (", running" if v.running else "")
+            + ")"
+            for v in others
+        ]
         print(
-            f"{name:<20} live={live or '-':<8} declared={get_pipeline(name).version:<8} "
-            f"other versions: {', '.join(others) or '-'}"
+            f"{name:<20} live={view.live_version or '-':<8} declared={view.declared_version:<8} "
+            f"other versions: {', '.join(described) or '-'}"
         )
     return 0
 

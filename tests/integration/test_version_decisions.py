@@ -1,0 +1,167 @@
+"""The version sensors' decisions, retention, the versions overview and code pins, on real Delta
+tables and a real broker (no Spark, no Dagster: these are the functions the sensors call)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from deltalake import CommitProperties, write_deltalake
+
+from kappa.retention import expired_versions
+from kappa.settings import Settings
+from kappa.version_decisions import candidate_to_launch, comparison_to_run
+from kappa.version_overview import overview
+from streaming.alignment import LiveAlignment
+from streaming.code_pins import pinned_pipeline
+from streaming.compacted_table import BATCH_ID, END_OFFSETS
+from streaming.deployment import Deployment
+from streaming.live import claim_first, switch
+from streaming.pipelines import get_pipeline, registry
+from tests.producing import customer_changes, send
+
+pytestmark = pytest.mark.integration
+
+
+def _commit(settings: Settings, version: str, offsets: dict[int, int], batch: int = 0) -> None:
+    """A table commit at the given input offsets of the customers topic."""
+    path = Deployment("customers", version, settings.home).table_path
+    data = pa.table({"customer_id": ["a"]})
+    metadata = {
+        BATCH_ID: str(batch),
+        END_OFFSETS: json.dumps({"customers": {str(p): o for p, o in offsets.items()}}),
+    }
+    write_deltalake(
+        str(path), data, mode="append", commit_properties=CommitProperties(custom_metadata=metadata)
+    )
+
+
+def _v2(monkeypatch: pytest.MonkeyPatch, **changes: object) -> None:
+    v1 = get_pipeline("customers")
+    monkeypatch.setitem(registry(), "customers", dataclasses.replace(v1, version="v2", **changes))
+
+
+def test_new_version_is_launched_once_and_only_when_not_live(settings, broker, monkeypatch):
+    send(settings, customer_changes(50, seed=1))
+    pipeline = get_pipeline("customers")
+    assert not candidate_to_launch(settings, pipeline, "none").act  # nothing live yet
+    claim_first(settings.home, "customers", "v1", "first deployment")
+    decision = candidate_to_launch(settings, pipeline, "none")
+    assert not decision.act and "v1 is live" in decision.reason
+
+    _v2(monkeypatch)
+    decision = candidate_to_launch(settings, get_pipeline("customers"), "none")
+    assert decision.act and decision.version == "v2" and "differs from live v1" in decision.reason
+    assert not candidate_to_launch(settings, get_pipeline("customers"), "active").act
+    again = candidate_to_launch(settings, get_pipeline("customers"), "failed")
+    assert not again.act and "launched already" in again.reason
+
+
+def test_candidate_is_compared_when_within_reach_and_not_twice(settings, monkeypatch):
+    claim_first(settings.home, "customers", "v1", "first deployment")
+    _v2(monkeypatch, promotion="auto")
+    pipeline = get_pipeline("customers")
+    _commit(settings, "v1", {0: 400_000, 1: 400_000})
+    _commit(settings, "v2", {0: 100_000, 1: 0})
+    waiting = comparison_to_run(settings, pipeline, "none")
+    assert not waiting.act and "12.5% caught up (700000 records behind)" in waiting.reason
+
+    _commit(settings, "v2", {0: 400_000, 1: 380_000}, batch=1)
+    decision = comparison_to_run(settings, pipeline, "none")
+    assert decision.act and "auto promotion" in decision.reason
+    assert not comparison_to_run(settings, pipeline, "active").act
+    done = comparison_to_run(settings, pipeline, "succeeded")
+    assert not done.act and "passed" in done.reason
+    # a comparison run that failed before comparing (e.g. not caught up in time) is retried
+    assert comparison_to_run(settings, pipeline, "failed").act
+
+
+def test_replaced_versions_expire_after_the_retention_window(settings):
+    for version in ("v1", "v2", "v3"):
+        _commit(settings, version, {0: 10})
+    switch(settings.home, "customers", "v1", "first")
+    switch(settings.home, "customers", "v2", "promote")
+    now = time.time()
+    hours = settings.versions.retention_hours
+    assert expired_versions(settings, "customers", now) == []
+    [expired] = expired_versions(settings, "customers", now + hours * 3600 + 1)
+    assert expired.version == "v1"  # v3 was never live: a candidate is not retired by age
+
+
+def test_overview_shows_live_candidates_progress_and_history(settings):
+    _commit(settings, "v1", {0: 100, 1: 100})
+    _commit(settings, "v2", {0: 100, 1: 50})
+    switch(settings.home, "customers", "v1", "first deployment")
+    view = overview(settings, "customers")
+    assert view.live_version == "v1"
+    [candidate] = view.candidates
+    assert (candidate.version, candidate.behind_live, candidate.caught_up_pct) == ("v2", 50, 75.0)
+    assert "| v2 | candidate | no | 50 | 75.0% |" in view.markdown()
+    assert "first deployment" in view.history_markdown()
+
+
+def test_a_non_live_version_follows_the_live_commits(settings):
+    _commit(settings, "v1", {0: 30, 1: 12})
+    switch(settings.home, "customers", "v1", "first")
+    candidate = LiveAlignment(Deployment("customers", "v2", settings.home))
+    candidate.refresh()
+    assert json.loads(candidate.path.read_text()) == {"customers": {"0": 30, "1": 12}}
+    progress = candidate.catch_up({"customers": {0: 15, 1: 12}}, {"customers": {0: 0, 1: 0}})
+    assert progress is not None and progress.behind == 15 and progress.done_pct == 64.29
+    switch(settings.home, "customers", "v2", "promote")
+    candidate.refresh()
+    assert not candidate.path.exists()  # live: no cap
+
+
+def test_a_deployment_keeps_its_pinned_code_after_the_module_changes(settings, tmp_path):
+    package = tmp_path / "pins_pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    module = package / "mine.py"
+    template = (
+        "from dataclasses import replace\n"
+        "from streaming.pipelines import customers as base\n"
+        "def transform(records):\n"
+        "    return base.transform(records){}\n"
+        "PIPELINE = replace(base.PIPELINE, version={!r}, transform=transform)\n"
+    )
+    module.write_text(template.format("", "v1"))
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import importlib
+
+        import pins_pkg.mine as mine
+
+        pinned = pinned_pipeline_from(settings, mine)
+        assert pinned.pinned_at is not None and pinned.pinned_at.exists()
+        first = pinned.pipeline.fingerprint  # (a fingerprint reads the source file: take it now)
+        # the module changes without a version bump: v1 still runs its pinned code, with a warning
+        module.write_text(template.format(".limit(1)", "v1"))
+        importlib.reload(mine)
+        again = pinned_pipeline_from(settings, mine)
+        assert again.pipeline.fingerprint == first
+        assert ".limit(1)" not in again.pinned_at.read_text()  # type: ignore[union-attr]
+        assert "Bump VERSION" in again.warning
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("pins_pkg.mine", None)
+        sys.modules.pop("pins_pkg", None)
+
+
+def pinned_pipeline_from(settings: Settings, module: object):  # type: ignore[no-untyped-def]
+    registry()["customers"] = module.PIPELINE  # type: ignore[attr-defined]
+    try:
+        return pinned_pipeline(settings.home, "customers", None)
+    finally:
+        registry()["customers"] = sys.modules["streaming.pipelines.customers"].PIPELINE
+
+
+def test_pins_live_next_to_the_deployment(settings: Settings) -> None:
+    pinned = pinned_pipeline(settings.home, "customers", "v7")
+    assert pinned.pipeline.version == "v7"
+    assert pinned.pinned_at == Path(settings.home / "code" / "customers__v7.py")
