@@ -211,9 +211,37 @@ def _raise_failure(query: StreamingQuery) -> None:
     if "DATA LOSS:" in text:
         detail = text.split("DATA LOSS:", 1)[1].split(". The query stopped", 1)[0].strip()
         raise DataLossError(detail)
-    first = next((line for line in text.splitlines() if line.strip()), text)
-    msg = f"streaming query {query.name} failed: {first}"
-    raise StreamingError(msg)
+    msg = f"streaming query {query.name} failed: {failure_cause(text)}"
+    hint = next((h for marker, h in _STORAGE_HINTS if marker in text), "")
+    raise StreamingError(f"{msg}; {hint}" if hint else msg)
+
+
+_FULL = "the disk holding the platform home is full"
+_READ_ONLY = "the platform home is on a read-only filesystem"
+_ADVICE = ": fix it and run again; the query resumes from its checkpoint, nothing is lost"
+_STORAGE_HINTS = (
+    ("No space left on device", _FULL + _ADVICE),
+    ("os error 28", _FULL + _ADVICE),
+    ("Read-only file system", _READ_ONLY + _ADVICE),
+    ("os error 30", _READ_ONLY + _ADVICE),
+)
+
+
+def failure_cause(text: str) -> str:
+    """The most telling line of a query failure.
+
+    A failure in ``foreachBatch`` reaches us as a JVM error whose first line is only "An exception
+    was raised by the Python Proxy"; the cause is the exception line ending the Python traceback
+    embedded in it (e.g. ``DeltaError: ... Read-only file system (os error 30)``).
+    """
+    lines = text.splitlines()
+    cause, in_traceback = "", False
+    for line in lines:
+        if line.rstrip().endswith("Traceback (most recent call last):"):
+            in_traceback = True
+        elif in_traceback and line.strip() and not line[0].isspace():
+            cause, in_traceback = line.strip(), False
+    return cause or next((line for line in lines if line.strip()), text)
 
 
 def fingerprint_drift(pipeline: Pipeline, deployment: Deployment) -> str:
