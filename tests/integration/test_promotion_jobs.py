@@ -1,0 +1,113 @@
+"""The promote job in a real Dagster instance: a buggy candidate is refused with its reasons and
+its blocking candidate checks fail with numbers; a declared change goes through."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from dagster import AssetCheckKey, AssetKey, DagsterInstance
+from pyspark.sql import functions as F
+
+from assets.definitions import defs
+from assets.resources import KappaSettings
+from quality.rules import ComparisonPolicy
+from streaming.deployment import Deployment
+from streaming.live import history, live_version, switch
+from streaming.pipelines import get_pipeline, registry
+from streaming.runner import PipelineRunner, RunOptions
+from tests.producing import customer_changes, send
+
+pytestmark = pytest.mark.integration
+
+TABLE = AssetKey(["tables", "customers"])
+
+
+def _run(spark, settings, pipeline) -> None:  # type: ignore[no-untyped-def]
+    PipelineRunner(
+        spark,
+        pipeline,
+        Deployment(pipeline.name, pipeline.version, settings.home),
+        settings.kafka.client_config(),
+        RunOptions(report_every_s=3600),
+    ).run()
+
+
+def _broken_emails(records):  # type: ignore[no-untyped-def]
+    from streaming.pipelines.customers import transform
+
+    rows = transform(records)
+    broken = F.when(F.col("customer_id") < "k00030", F.lit("broken@example.com"))
+    return rows.withColumn("email", broken.otherwise(F.col("email")))
+
+
+def _upper_names(records):  # type: ignore[no-untyped-def]
+    from streaming.pipelines.customers import transform
+
+    return transform(records).withColumn("name", F.upper("name"))
+
+
+def _promote(settings, instance, version):  # type: ignore[no-untyped-def]
+    return defs.get_job_def("promote_version").execute_in_process(
+        run_config={
+            "ops": {
+                "compare_and_promote": {
+                    "config": {"pipeline": "customers", "version": version, "wait_s": 120}
+                }
+            }
+        },
+        instance=instance,
+        resources={"kappa": KappaSettings(home=str(settings.home))},
+        raise_on_error=False,
+    )
+
+
+def _check(instance, name):  # type: ignore[no-untyped-def]
+    key = AssetCheckKey(TABLE, name)
+    [record] = instance.event_log_storage.get_asset_check_execution_history(key, limit=1)
+    return record.event.dagster_event.event_specific_data
+
+
+def test_buggy_candidate_is_refused_and_declared_change_is_promoted(
+    spark, settings, broker, monkeypatch
+):
+    v1 = get_pipeline("customers")
+    send(settings, customer_changes(1500, seed=60))
+    _run(spark, settings, v1)
+    switch(settings.home, "customers", "v1", "first deployment")
+
+    # v3 breaks the email of ~10% of the customers; it follows v1's commits, so they compare
+    v3 = dataclasses.replace(v1, version="v3", transform=_broken_emails)
+    monkeypatch.setitem(registry(), "customers", v3)
+    _run(spark, settings, v3)
+    instance = DagsterInstance.ephemeral()
+    result = _promote(settings, instance, "v3")
+    assert not result.success
+    failure = result.get_step_failure_events()[0].event_specific_data
+    assert "email" in failure.user_failure_data.description
+    assert live_version(settings.home, "customers") == "v1"
+    values = _check(instance, "candidate_values")
+    assert not values.passed and values.blocking
+    rate = values.metadata["match_rate.email"].value
+    assert 0.8 < rate < 0.95  # the broken share, measured by GE
+    assert values.metadata["unexpected.match(email)"].value > 0
+    assert "data_docs" in values.metadata
+    assert _check(instance, "candidate_schema").passed
+    assert _check(instance, "candidate_keys").passed
+
+    # v4 upper-cases names and declares it: the change is expected, so it is promoted
+    v4 = dataclasses.replace(
+        v1,
+        version="v4",
+        transform=_upper_names,
+        comparison=ComparisonPolicy(expected_changed_columns=frozenset({"name"})),
+    )
+    monkeypatch.setitem(registry(), "customers", v4)
+    _run(spark, settings, v4)
+    result = _promote(settings, instance, "v4")
+    assert result.success
+    assert live_version(settings.home, "customers") == "v4"
+    last = history(settings.home, "customers")[-1]
+    assert (last.from_version, last.to_version) == ("v1", "v4")
+    assert last.comparison and last.comparison["passed"] and last.comparison["at_offsets"]
+    assert _check(instance, "candidate_values").passed
