@@ -168,16 +168,21 @@ class _Relay:
         self.seen = 0
         self.table_version: int | None = None
         self.last: dict[str, Any] | None = None
+        self.warnings: list[str] = []
 
     def drain(self, messages: Sequence[Any]) -> Iterator[Any]:
         fresh = messages[self.seen :]
         self.seen = len(messages)
         for message in fresh:
+            if isinstance(message, dict) and message.get("kind") == "warning":
+                self.warnings.append(str(message.get("message", "")))
             if not isinstance(message, dict) or message.get("kind") not in ("progress", "finished"):
                 continue
             payload = {k: v for k, v in message.items() if k != "kind"}
             snapshot = Snapshot(**payload)
             self.last = snapshot_metadata(snapshot)
+            if self.warnings:  # e.g. the code changed without a new version: shown with the table
+                self.last["warnings"] = "\n".join(self.warnings)
             # A candidate reports its catch-up as observations; the table's health checks and
             # materializations stay those of the live version (until this one is promoted).
             candidate = snapshot.role == "candidate"

@@ -59,6 +59,7 @@ def run_state(instance: DagsterInstance, job_name: str, tags: Mapping[str, str])
 
 def new_version_sensor(deploy_jobs: Mapping[str, Any]) -> SensorDefinition:
     """``deploy_jobs``: each pipeline's ``deploy_<pipeline>`` asset job, by pipeline name."""
+
     @sensor(
         name="new_version_sensor",
         jobs=list(deploy_jobs.values()),

@@ -141,6 +141,7 @@ def _live_reader_state(platform: Platform) -> tuple[str, dict]:
     return path.name, table_state(read_arrow(path).to_pylist(), "customer_id")
 
 
+@pytest.mark.timeout(1500)  # three Spark JVMs and Dagster on two cores: minutes, not seconds
 def test_sensor_driven_reprocess_promote_rollback_retire(platform: Platform, code_dir: Path):
     settings = platform.settings
     home = settings.home
