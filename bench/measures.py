@@ -1,0 +1,236 @@
+"""The measurements of one benchmark run, each checked against the workload's reference.
+
+- :func:`measure_cold`: a fresh ``python -m streaming run --until-caught-up`` over the backlog;
+- :func:`measure_latency`: a continuous deployment, the producer at a fixed rate, produce time
+  to the commit that makes the record visible in a table snapshot;
+- :func:`measure_rebuild`: a new version rebuilding the whole topic from the earliest offset;
+- :func:`measure_steady`: in this process, Spark warm, the backlog in micro-batches of a fixed
+  size; time per batch once the first (warm-up) batch is done.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from deltalake import DeltaTable
+
+from bench.processes import CommitWatcher, SeenCommit, StreamingProcess
+from bench.workload import TOPIC, Workload
+from streaming.deployment import Deployment
+from streaming.kafka_log import KafkaLog
+
+RUN_TIMEOUT_S = 1800.0
+# Every bench deployment reads the log on its own: none follows the live version's commits.
+UNALIGNED = ("--no-follow-live",)
+
+
+@dataclass(frozen=True)
+class BenchEnv:
+    home: Path
+    env: dict[str, str]  # KAPPA_HOME, broker port, bootstrap servers for the streaming jobs
+    bootstrap: str
+    kafka_client: dict[str, str]
+
+    def table_path(self, version: str) -> Path:
+        return Deployment("customers", version, self.home).table_path
+
+    def streaming(self, name: str, *args: str) -> StreamingProcess:
+        return StreamingProcess(self.env, list(args), self.home / "bench-logs" / f"{name}.log")
+
+    def topic_end(self) -> dict[int, int]:
+        with KafkaLog(self.kafka_client) as log:
+            return log.latest([TOPIC])[TOPIC]
+
+
+def check_table(path: Path, expected: dict[str, int]) -> dict[str, Any]:
+    """The table equals the reference: same keys, one row each, the latest event's values."""
+    rows = (
+        DeltaTable(str(path))
+        .to_pyarrow_table(columns=["customer_id", "updated_at", "email"])
+        .to_pylist()
+    )
+    table = {r["customer_id"]: r for r in rows}
+    wrong = [k for k, ts in expected.items() if k not in table or table[k]["updated_at"] != ts]
+    extra = [k for k in table if k not in expected]
+    bad_email = [k for k, r in table.items() if r["email"] != f"{k}@example.com"]
+    ok = not wrong and not extra and not bad_email and len(rows) == len(table)
+    return {
+        "ok": ok,
+        "rows": len(rows),
+        "expected_rows": len(expected),
+        "duplicate_keys": len(rows) - len(table),
+        "missing_or_stale": len(wrong),
+        "unexpected": len(extra),
+    }
+
+
+def measure_cold(bench: BenchEnv, workload: Workload) -> dict[str, Any]:
+    job = bench.streaming("cold", "--version", "bench-cold", "--until-caught-up", *UNALIGNED)
+    job.start().wait(RUN_TIMEOUT_S)
+    finished = job.finished()
+    return {
+        "events": workload.produced,
+        "wall_s": job.wall_s,
+        "excl_start_s": float(finished["duration_s"]),
+        "peak_rss_bytes": job.peak_rss,
+        "correct": check_table(bench.table_path("bench-cold"), workload.expected),
+    }
+
+
+def measure_rebuild(bench: BenchEnv, workload: Workload, events: int) -> dict[str, Any]:
+    if events > workload.produced:
+        workload.produce(bench.bootstrap, events - workload.produced)
+    job = bench.streaming("rebuild", "--version", "bench-rebuild", "--until-caught-up", *UNALIGNED)
+    job.start().wait(RUN_TIMEOUT_S)
+    finished = job.finished()
+    return {
+        "events": workload.produced,
+        "wall_s": job.wall_s,
+        "excl_start_s": float(finished["duration_s"]),
+        "peak_rss_bytes": job.peak_rss,
+        "correct": check_table(bench.table_path("bench-rebuild"), workload.expected),
+    }
+
+
+def measure_latency(
+    bench: BenchEnv,
+    workload: Workload,
+    rate: int,
+    duration_s: float,
+    trigger_interval: str,
+    warmup_s: float = 5.0,
+) -> dict[str, Any]:
+    """Catch up on the backlog, then produce at ``rate``; latency of the events after warm-up."""
+    version = "bench-live"
+    watcher = CommitWatcher(bench.table_path(version), TOPIC)
+    watcher.start()
+    job = bench.streaming(
+        "latency", "--version", version, "--trigger-interval", trigger_interval, *UNALIGNED
+    )
+    job.start()
+    try:
+        _wait_covered(watcher, job, bench.topic_end(), "catching up on the backlog")
+        delivered: list[tuple[int, int, int]] = []  # partition, offset, CreateTime ms
+
+        def on_delivery(err: Any, msg: Any) -> None:
+            if err is None:
+                delivered.append((msg.partition(), msg.offset(), msg.timestamp()[1]))
+
+        measured_from_ms = (time.time() + warmup_s) * 1000
+        workload.produce_at_rate(bench.bootstrap, rate, warmup_s + duration_s, on_delivery)
+        _wait_covered(watcher, job, bench.topic_end(), "the last records to become visible")
+        job.stop()
+    finally:
+        if job.running():
+            job.stop()
+        commits = watcher.stop()
+    measured = [d for d in delivered if d[2] >= measured_from_ms]
+    latencies = visible_latencies(measured, commits)
+    return {
+        "rate": rate,
+        "duration_s": duration_s,
+        "trigger_interval": trigger_interval,
+        "events_measured": len(latencies),
+        "p50_s": percentile(latencies, 50),
+        "p95_s": percentile(latencies, 95),
+        "p99_s": percentile(latencies, 99),
+        "max_s": max(latencies),
+        "commits": len(commits),
+        "peak_rss_bytes": job.peak_rss,
+        "correct": check_table(bench.table_path(version), workload.expected),
+    }
+
+
+def _wait_covered(
+    watcher: CommitWatcher, job: StreamingProcess, ends: dict[int, int], what: str
+) -> None:
+    deadline = time.monotonic() + RUN_TIMEOUT_S
+    while not watcher.covered(ends):
+        if not job.running():
+            msg = f"the streaming job exited while {what}: see {job.log_path}"
+            raise RuntimeError(msg)
+        if time.monotonic() > deadline:
+            msg = f"timed out {what}: see {job.log_path}"
+            raise RuntimeError(msg)
+        time.sleep(0.05)
+
+
+def visible_latencies(
+    delivered: list[tuple[int, int, int]], commits: list[SeenCommit]
+) -> list[float]:
+    """Per record: when the first commit covering its offset was seen, minus its CreateTime."""
+    latencies = []
+    for partition, offset, created_ms in delivered:
+        seen = next((c.seen_at for c in commits if c.end_offsets.get(partition, 0) > offset), None)
+        if seen is None:
+            msg = f"record {TOPIC}-{partition}@{offset} never became visible"
+            raise RuntimeError(msg)
+        latencies.append(seen - created_ms / 1000)
+    return latencies
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q / 100 * len(ordered) + 0.5) - 1))
+    return ordered[index]
+
+
+def measure_steady(
+    bench: BenchEnv, backlog_end: dict[int, int], expected: dict[str, int], batch_events: int
+) -> dict[str, Any]:
+    """In this process: one run to warm Spark up, then the backlog in ``batch_events`` batches.
+
+    Both runs stop at ``backlog_end`` (the first ``--events`` records), whose reference state is
+    ``expected``.
+    """
+    from kappa.settings import load_settings
+    from streaming import offsets as off
+    from streaming.pipelines import get_pipeline
+    from streaming.runner import PipelineRunner, RunOptions
+    from streaming.spark_session import build_spark_session
+
+    settings = load_settings(env=bench.env)
+    started = time.perf_counter()
+    spark = build_spark_session(settings.spark.master, settings.spark.conf)
+    session_s = time.perf_counter() - started
+    runs = {}
+    for version, limit in (("bench-warmup", None), ("bench-steady", batch_events)):
+        runner = PipelineRunner(
+            spark,
+            get_pipeline("customers"),
+            Deployment("customers", version, bench.home),
+            bench.kafka_client,
+            RunOptions(
+                report_every_s=3600,
+                max_offsets_per_trigger=limit,
+                follow_live=False,
+                ending_offsets=off.dumps({TOPIC: backlog_end}),
+            ),
+        )
+        t0 = time.perf_counter()
+        runner.run()
+        runs[version] = (time.perf_counter() - t0, list(runner.writer.results))
+    warmup_s, _ = runs["bench-warmup"]
+    _, results = runs["bench-steady"]
+    steady = [r for r in results[1:] if r.input_rows >= batch_events // 2]
+    if not steady:
+        msg = f"no steady-state batches: raise --events above 2 x --batch-events ({batch_events})"
+        raise RuntimeError(msg)
+    span_s = steady[-1].finished_at - results[0].finished_at
+    events = sum(r.input_rows for r in steady)
+    return {
+        "session_start_s": session_s,
+        "first_run_s": warmup_s,
+        "batch_events": batch_events,
+        "batches": len(steady),
+        "events": events,
+        "events_per_s": events / span_s,
+        "batch_s_median": statistics.median(r.duration_s for r in steady),
+        "batch_s_max": max(r.duration_s for r in steady),
+        "between_batches_s": (span_s - sum(r.duration_s for r in steady)) / len(steady),
+        "correct": check_table(bench.table_path("bench-steady"), expected),
+    }
