@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import StringType, StructField, StructType
+from pyspark.sql.types import StringType, StructField, StructType, VariantType
 
 from streaming.pipeline import Pipeline
 
@@ -20,8 +20,32 @@ META_COLUMNS = ("_key", "_tombstone", "_topic", "_partition", "_offset", "_times
 
 
 def value_struct(pipeline: Pipeline) -> StructType:
+    """The parse schema: string fields are read as VARIANT, because Spark's JSON reader would
+    silently turn a number, boolean or object into its text; the variant keeps the JSON type."""
     parsed = StructType.fromDDL(pipeline.value_schema)
-    return StructType([*parsed.fields, StructField(CORRUPT, StringType(), True)])
+    fields = [
+        StructField(f.name, VariantType(), True) if isinstance(f.dataType, StringType) else f
+        for f in parsed.fields
+    ]
+    return StructType([*fields, StructField(CORRUPT, StringType(), True)])
+
+
+def _field(schema: StructType, name: str) -> Column:
+    """A parsed field with the type the pipeline declared (strings come back from VARIANT)."""
+    column = F.col("_value")[name]
+    if isinstance(schema[name].dataType, VariantType):
+        return F.variant_get(column, "$", "string")
+    return column
+
+
+def _not_a_string(schema: StructType) -> Column:
+    """A string field holding another JSON type (a JSON null counts as missing, not wrong)."""
+    wrong = F.lit(False)
+    for f in schema.fields:
+        if isinstance(f.dataType, VariantType):
+            kind = F.schema_of_variant(F.col("_value")[f.name])
+            wrong = wrong | F.coalesce(~kind.isin("STRING", "VOID"), F.lit(False))
+    return wrong
 
 
 @dataclass(frozen=True)
@@ -58,7 +82,7 @@ def decode(raw: DataFrame, pipeline: Pipeline) -> Decoded:
     )
     fields = [f.name for f in schema.fields if f.name != CORRUPT]
     good = parsed.where(F.col("error").isNull()).select(
-        *[F.col("_value")[name].alias(name) for name in fields],
+        *[_field(schema, name).alias(name) for name in fields],
         F.col("key").cast("string").alias("_key"),
         F.col("value").isNull().alias("_tombstone"),
         F.col("topic").alias("_topic"),
@@ -72,6 +96,7 @@ def decode(raw: DataFrame, pipeline: Pipeline) -> Decoded:
 def _error(pipeline: Pipeline) -> Column:
     """The first reason a record is bad, or null."""
     value = F.col("_value")
+    schema = value_struct(pipeline)
     checks: list[tuple[Column, Column]] = [
         (F.col("key").isNull(), F.lit("record has no key")),
         (~F.is_valid_utf8(F.col("key")), F.lit("key is not valid UTF-8")),
@@ -85,14 +110,14 @@ def _error(pipeline: Pipeline) -> Column:
             F.lit("value is not valid UTF-8"),
         ),
         (
-            F.col("value").isNotNull() & value[CORRUPT].isNotNull(),
+            F.col("value").isNotNull() & (value[CORRUPT].isNotNull() | _not_a_string(schema)),
             F.lit(f"value is not a JSON object matching the schema <{pipeline.value_schema}>"),
         ),
     ]
     for name in pipeline.required:
         checks.append(
             (
-                F.col("value").isNotNull() & value[name].isNull(),
+                F.col("value").isNotNull() & _field(schema, name).isNull(),
                 F.lit(f"required field '{name}' is missing or null"),
             )
         )
