@@ -85,12 +85,16 @@ class StreamProcess:
         return len([p for p in alive if _running(p)])
 
     def stop(self, timeout_s: float = 60.0) -> int | None:
-        """SIGTERM (a graceful stop at a batch boundary); SIGKILL if it does not end in time."""
+        """SIGTERM (a graceful stop at a batch boundary); SIGKILL if it does not end in time.
+
+        Only the Python driver is signalled: a SIGTERM to the whole group would also reach the
+        JVM, whose shutdown hook stops Spark under the running query (exit code 1).
+        """
         if self.proc is None:
             return None
         if self.alive():
             with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGTERM)
+                os.kill(self.proc.pid, signal.SIGTERM)
             try:
                 self.proc.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:

@@ -17,6 +17,7 @@ from confluent_kafka import Producer
 
 from kappa.settings import Settings
 from kappa.topics import ensure_topics
+from streaming.kafka_log import CLIENT_LOGGER
 
 TOPIC = "customers"
 SCHEMA_REASON = "is not a JSON object matching the schema"
@@ -108,6 +109,7 @@ class EventStream(threading.Thread):
                 "enable.idempotence": True,
                 "linger.ms": self.linger_ms,
                 "message.timeout.ms": 300_000,
+                "logger": CLIENT_LOGGER,  # no librdkafka lines on stderr while the broker is down
             }
         )
         started = time.monotonic()
