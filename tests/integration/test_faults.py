@@ -18,6 +18,7 @@ from bench.faults_run import FaultRun
 pytestmark = pytest.mark.integration
 
 
+@pytest.mark.timeout(1500)  # restarts of a Spark process on two cores
 def test_kills_poison_and_a_read_only_disk_lose_and_duplicate_nothing(tmp_path):
     run = FaultRun(tmp_path, seed=6, rate=100, durable=False, max_batch=2000)
     try:
