@@ -127,7 +127,10 @@ class KafkaLog:
         deadline = time.monotonic() + self._timeout_s
         try:
             while pending and time.monotonic() < deadline:
-                for msg in consumer.consume(num_messages=len(tps) * 4, timeout=0.2):
+                # Ask for no more than one event per unresolved partition: consume() waits for
+                # the full count or the timeout, and every answer (a record or the end of the
+                # partition) resolves one.
+                for msg in consumer.consume(num_messages=len(pending), timeout=0.2):
                     key = (msg.topic(), msg.partition())
                     if key not in pending:
                         continue
