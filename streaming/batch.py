@@ -9,9 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
 
-from streaming.compacted_table import CompactedTable, change_schema
+from streaming.compacted_table import CompactedTable, change_schema, latest_per_key
 from streaming.dead_letters import DeadLetters
 from streaming.decode import decode
 from streaming.deployment import Deployment
@@ -52,15 +51,17 @@ class BatchWriter:
             version = self.table.table().version()
             self._record(batch_id, True, 0, 0, 0, version, end_offsets, started)
             return
+        # One Spark job (one stage) reads the source once and returns the changes and the counts;
+        # a second one collects dead letters, only when there are any.
         decoded = decode(batch, self.pipeline)
-        try:
-            changes = _reduce(self.pipeline.transform(decoded.good), self.pipeline)
-            dead = decoded.dead.toArrow()
-            arrow = changes.toArrow().select(self.change_schema.names).cast(self.change_schema)
-            input_rows = decoded.cached.count()
-        finally:
-            decoded.release()
-        dead_count = self.dead_letters.append(dead, batch_id)
+        changes = self.pipeline.transform(decoded.good).toArrow()
+        if isinstance(self.pipeline.table, LatestPerKey):
+            changes = latest_per_key(changes, self.pipeline.table.key)
+        arrow = changes.select(self.change_schema.names).cast(self.change_schema)
+        input_rows, dead_rows = decoded.counts()
+        dead_count = 0
+        if dead_rows:
+            dead_count = self.dead_letters.append(decoded.dead.toArrow(), batch_id)
         result = self.table.apply(
             arrow, batch_id, end_offsets, self.deployment.id, self.pipeline.fingerprint
         )
@@ -99,16 +100,6 @@ class BatchWriter:
                 finished_at=time.time(),
             )
         )
-
-
-def _reduce(changes: DataFrame, pipeline: Pipeline) -> DataFrame:
-    """For KTable semantics keep only the latest change per key (highest partition, offset)."""
-    if not isinstance(pipeline.table, LatestPerKey):
-        return changes
-    key = pipeline.table.key
-    columns = [c for c in changes.columns if c != key]
-    latest = F.max_by(F.struct(*columns), F.struct("_partition", "_offset"))
-    return changes.groupBy(key).agg(latest.alias("_latest")).select(key, "_latest.*")
 
 
 def batch_end_offsets(checkpoint: Path, batch_id: int) -> dict[str, Any]:

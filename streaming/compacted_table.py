@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
 from streaming.pipeline import Accumulate, LatestPerKey, TableKind
@@ -85,7 +86,11 @@ class CompactedTable:
             },
             app_transactions=[Transaction(self.app_id, batch_id)],
         )
-        if changes.num_rows:
+        if changes.num_rows and not dt.file_uris():
+            # An empty table (the first batch of a rebuild): a merge would only insert, so
+            # append the inserted rows and skip the join.
+            self._append(dt, changes, props)
+        elif changes.num_rows:
             self._merge(dt, changes, props)
             dt.update_incremental()
         if dt.transaction_version(self.app_id) != batch_id:
@@ -94,6 +99,15 @@ class CompactedTable:
             write_deltalake(dt, self.schema.empty_table(), mode="append", commit_properties=props)
             dt.update_incremental()
         return CommitResult(batch_id, False, dt.version(), changes.num_rows)
+
+    def _append(self, dt: DeltaTable, changes: pa.Table, props: CommitProperties) -> None:
+        rows = changes
+        if isinstance(self.kind, LatestPerKey):
+            rows = changes.filter(pc.invert(changes["_delete"]))
+        if rows.num_rows:
+            rows = rows.select(self.schema.names).cast(self.schema)
+            write_deltalake(dt, rows, mode="append", commit_properties=props)
+            dt.update_incremental()
 
     def _merge(self, dt: DeltaTable, changes: pa.Table, props: CommitProperties) -> None:
         key = self.kind.key
@@ -134,3 +148,21 @@ def change_schema(schema: pa.Schema, kind: TableKind) -> pa.Schema:
         ]
         return pa.schema([*schema, *extra])
     return schema
+
+
+def latest_per_key(changes: pa.Table, key: str) -> pa.Table:
+    """KTable reduction of one batch: per key only the row with the highest (partition, offset).
+
+    Done in Arrow on the collected changes rather than as a Spark aggregation: it saves a shuffle
+    stage per micro-batch, and Spark can only aggregate a struct by sorting anyway.
+    """
+    if changes.num_rows <= 1:
+        return changes
+    order = pc.sort_indices(
+        changes,
+        sort_keys=[(key, "ascending"), ("_partition", "ascending"), ("_offset", "ascending")],
+    )
+    ordered = changes.take(order)
+    keys = ordered[key].combine_chunks()
+    last_of_run = pc.fill_null(pc.not_equal(keys[:-1], keys[1:]), True)
+    return ordered.filter(pa.concat_arrays([last_of_run, pa.array([True])]))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType, VariantType
 
@@ -50,14 +50,21 @@ def _not_a_string(schema: StructType) -> Column:
 
 @dataclass(frozen=True)
 class Decoded:
-    """One decoded micro-batch. Call :meth:`release` when done with it."""
+    """One decoded micro-batch: lazy DataFrames over a single read of the source.
+
+    ``good`` carries an observation: the action that computes it also counts the batch's input
+    records and dead letters (:meth:`counts`), so no separate pass over the source is needed.
+    ``dead`` re-reads the source; only worth running when :meth:`counts` says there are any.
+    """
 
     good: DataFrame
     dead: DataFrame
-    cached: DataFrame
+    observation: Observation
 
-    def release(self) -> None:
-        self.cached.unpersist()
+    def counts(self) -> tuple[int, int]:
+        """(input records, dead letters) of the batch; valid after an action on ``good``."""
+        metrics = self.observation.get
+        return int(metrics["rows"]), int(metrics["dead"])
 
 
 def decode(raw: DataFrame, pipeline: Pipeline) -> Decoded:
@@ -65,7 +72,7 @@ def decode(raw: DataFrame, pipeline: Pipeline) -> Decoded:
 
     Good rows have the value's fields as columns plus ``_key`` (string), ``_tombstone``,
     ``_topic``, ``_partition``, ``_offset`` and ``_timestamp``. Dead letters keep the raw record
-    and an ``error`` column. The parsed batch is cached so the source is read only once.
+    and an ``error`` column.
     """
     schema = value_struct(pipeline)
     text = F.col("value").cast("string")
@@ -76,12 +83,17 @@ def decode(raw: DataFrame, pipeline: Pipeline) -> Decoded:
             F.from_json(text, schema, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}),
         ),
     ).withColumn("error", _error(pipeline))
-    parsed = parsed.cache()
     dead = parsed.where(F.col("error").isNotNull()).select(
         "key", "value", "topic", "partition", "offset", "timestamp", "error"
     )
+    observation = Observation()
+    observed = parsed.observe(
+        observation,
+        F.count(F.lit(1)).alias("rows"),
+        F.count(F.col("error")).alias("dead"),
+    )
     fields = [f.name for f in schema.fields if f.name != CORRUPT]
-    good = parsed.where(F.col("error").isNull()).select(
+    good = observed.where(F.col("error").isNull()).select(
         *[_field(schema, name).alias(name) for name in fields],
         F.col("key").cast("string").alias("_key"),
         F.col("value").isNull().alias("_tombstone"),
@@ -90,7 +102,7 @@ def decode(raw: DataFrame, pipeline: Pipeline) -> Decoded:
         F.col("offset").alias("_offset"),
         F.col("timestamp").alias("_timestamp"),
     )
-    return Decoded(good, dead, parsed)
+    return Decoded(good, dead, observation)
 
 
 def _error(pipeline: Pipeline) -> Column:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from streaming.compacted_table import CompactedTable, change_schema
+from streaming.compacted_table import CompactedTable, change_schema, latest_per_key
 from streaming.pipeline import Accumulate, LatestPerKey
 
 SCHEMA = pa.schema([("id", pa.string()), ("v", pa.string()), ("p", pa.int32()), ("o", pa.int64())])
@@ -58,3 +58,29 @@ def test_an_empty_batch_still_records_its_offsets(tmp_path):
     # a delete of a key that never existed changes nothing but is recorded too
     table.apply(_changes([("zz", None, 0, 7, True)]), 1, {"t": {"0": 8}}, "d")
     assert table.committed_batch() == 1 and _state(table) == {}
+
+
+def test_the_first_batch_into_an_empty_table_is_appended_without_tombstones(tmp_path):
+    table = CompactedTable(tmp_path / "t", SCHEMA, KIND, "app")
+    table.apply(
+        _changes([("a", "1", 0, 0, False), ("b", None, 0, 1, True)]), 0, {"t": {"0": 2}}, "d"
+    )
+    assert _state(table) == {"a": "1"}
+    assert table.committed_batch() == 0
+    again = table.apply(_changes([("c", "1", 0, 2, False)]), 0, {"t": {"0": 3}}, "d")
+    assert again.skipped and _state(table) == {"a": "1"}
+
+
+def test_latest_per_key_keeps_the_highest_partition_and_offset():
+    rows = [
+        ("a", "old", 0, 5, False),
+        ("b", "x", 1, 1, False),
+        ("a", "new", 2, 0, False),
+        ("b", None, 1, 9, True),
+        ("a", "mid", 0, 7, False),
+    ]
+    latest = latest_per_key(_changes(rows), "id").to_pylist()
+    assert sorted((r["id"], r["v"], r["_delete"]) for r in latest) == [
+        ("a", "new", False),
+        ("b", None, True),
+    ]
