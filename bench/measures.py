@@ -69,22 +69,20 @@ def check_table(path: Path, expected: dict[str, int]) -> dict[str, Any]:
 
 
 def measure_cold(bench: BenchEnv, workload: Workload) -> dict[str, Any]:
-    job = bench.streaming("cold", "--version", "bench-cold", "--until-caught-up", *UNALIGNED)
-    job.start().wait(RUN_TIMEOUT_S)
-    finished = job.finished()
-    return {
-        "events": workload.produced,
-        "wall_s": job.wall_s,
-        "excl_start_s": float(finished["duration_s"]),
-        "peak_rss_bytes": job.peak_rss,
-        "correct": check_table(bench.table_path("bench-cold"), workload.expected),
-    }
+    return _until_caught_up(bench, workload, "cold", "bench-cold")
 
 
 def measure_rebuild(bench: BenchEnv, workload: Workload, events: int) -> dict[str, Any]:
     if events > workload.produced:
         workload.produce(bench.bootstrap, events - workload.produced)
-    job = bench.streaming("rebuild", "--version", "bench-rebuild", "--until-caught-up", *UNALIGNED)
+    return _until_caught_up(bench, workload, "rebuild", "bench-rebuild")
+
+
+def _until_caught_up(
+    bench: BenchEnv, workload: Workload, name: str, version: str
+) -> dict[str, Any]:
+    """A new version from offset 0 to the end of the log, in a new process."""
+    job = bench.streaming(name, "--version", version, "--until-caught-up", *UNALIGNED)
     job.start().wait(RUN_TIMEOUT_S)
     finished = job.finished()
     return {
@@ -92,7 +90,7 @@ def measure_rebuild(bench: BenchEnv, workload: Workload, events: int) -> dict[st
         "wall_s": job.wall_s,
         "excl_start_s": float(finished["duration_s"]),
         "peak_rss_bytes": job.peak_rss,
-        "correct": check_table(bench.table_path("bench-rebuild"), workload.expected),
+        "correct": check_table(bench.table_path(version), workload.expected),
     }
 
 
