@@ -111,7 +111,8 @@ def measure_latency(
     )
     job.start()
     try:
-        _wait_covered(watcher, job, bench.topic_end(), "catching up on the backlog")
+        ends = bench.topic_end()
+        _wait_covered(watcher, job, ends, "catching up on the backlog")
         delivered: list[tuple[int, int, int]] = []  # partition, offset, CreateTime ms
 
         def on_delivery(err: Any, msg: Any) -> None:
@@ -120,7 +121,9 @@ def measure_latency(
 
         measured_from_ms = (time.time() + warmup_s) * 1000
         workload.produce_at_rate(bench.bootstrap, rate, warmup_s + duration_s, on_delivery)
-        _wait_covered(watcher, job, bench.topic_end(), "the last records to become visible")
+        for partition, offset, _ in delivered:  # the producer knows where the log ends now
+            ends[partition] = max(ends.get(partition, 0), offset + 1)
+        _wait_covered(watcher, job, ends, "the last records to become visible")
         job.stop()
     finally:
         if job.running():
