@@ -11,6 +11,7 @@ reported: the change needs a new version to be deployed.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import importlib.util
 import inspect
 import sys
@@ -75,8 +76,9 @@ def _module_source(pipeline: Pipeline) -> str | None:
 
 
 def _load(path: Path, deployment: Deployment) -> Pipeline:
-    module_name = f"kappa_pinned_{deployment.pipeline}__{deployment.version.replace('.', '_')}"
-    module_name = module_name.replace("-", "_")
+    # One module per pin file (several homes can pin the same deployment id in one process).
+    digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
+    module_name = f"kappa_pinned_{deployment.pipeline}_{digest}"
     if module_name in sys.modules:
         module: ModuleType = sys.modules[module_name]
     else:

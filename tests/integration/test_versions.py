@@ -155,7 +155,7 @@ def test_side_by_side_reprocess_promote_rollback_retire(spark, settings, broker,
 
     result = promote_version.execute_in_process(
         run_config={
-            "ops": {"promote_candidate": {"config": {"pipeline": "customers", "version": "v3"}}}
+            "ops": {"compare_and_promote": {"config": {"pipeline": "customers", "version": "v3"}}}
         },
         resources={"kappa": KappaSettings(home=str(settings.home))},
         raise_on_error=False,
