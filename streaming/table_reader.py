@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from deltalake import DeltaTable
@@ -64,34 +64,54 @@ def read_spark(spark: SparkSession, path: Path | str, version: int | None = None
     return spark.read.parquet(*files)
 
 
+RECENT_ENTRIES = 20  # log entries read first when only the latest commit is wanted
+
+
 def commits(path: Path | str) -> list[Commit]:
     """Every batch commit, oldest first, with the input offsets it reflects."""
-    history = open_table(path).history()
-    found = []
-    for entry in history:
-        if BATCH_ID in entry and END_OFFSETS in entry:
-            found.append(
-                Commit(
-                    table_version=int(entry["version"]),
-                    batch_id=int(entry[BATCH_ID]),
-                    end_offsets=off.from_spark(json.loads(entry[END_OFFSETS])),
-                    timestamp_ms=int(entry.get("timestamp", 0)),
-                    fingerprint=str(entry.get(FINGERPRINT, "")),
-                )
-            )
-    return sorted(found, key=lambda c: c.table_version)
+    found = (_commit(e) for e in open_table(path).history())
+    return sorted((c for c in found if c is not None), key=lambda c: c.table_version)
+
+
+def latest_commit(path: Path | str) -> Commit | None:
+    """The table's latest batch commit, or None (no table, or no batch committed yet).
+
+    Reads only the newest log entries: the whole history only when none of those is a batch.
+    """
+    if not DeltaTable.is_deltatable(str(path)):
+        return None
+    table = DeltaTable(str(path))
+    recent = table.history(limit=RECENT_ENTRIES)
+    newest = _newest(recent)
+    if newest is None and len(recent) == RECENT_ENTRIES:  # a long run of non-batch entries
+        newest = _newest(table.history())
+    return newest
 
 
 def last_end_offsets(path: Path | str) -> off.OffsetMap | None:
-    if not DeltaTable.is_deltatable(str(path)):
-        return None
-    found = commits(path)
-    return found[-1].end_offsets if found else None
+    commit = latest_commit(path)
+    return commit.end_offsets if commit else None
 
 
 def recorded_fingerprint(path: Path | str) -> str | None:
     """The pipeline fingerprint of the table's last commit, if any."""
-    if not DeltaTable.is_deltatable(str(path)):
+    commit = latest_commit(path)
+    return commit.fingerprint or None if commit else None
+
+
+def _newest(entries: list[dict[str, Any]]) -> Commit | None:
+    """The first batch commit among log entries listed newest first."""
+    return next((c for c in map(_commit, entries) if c is not None), None)
+
+
+def _commit(entry: dict[str, Any]) -> Commit | None:
+    """The batch commit a Delta log entry records (None for other entries, e.g. the create)."""
+    if BATCH_ID not in entry or END_OFFSETS not in entry:
         return None
-    found = commits(path)
-    return found[-1].fingerprint or None if found else None
+    return Commit(
+        table_version=int(entry["version"]),
+        batch_id=int(entry[BATCH_ID]),
+        end_offsets=off.from_spark(json.loads(entry[END_OFFSETS])),
+        timestamp_ms=int(entry.get("timestamp", 0)),
+        fingerprint=str(entry.get(FINGERPRINT, "")),
+    )
