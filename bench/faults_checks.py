@@ -38,6 +38,14 @@ def _last_id(directory: Path) -> int | None:
     return max(ids) if ids else None
 
 
+def in_flight(deployment: Deployment) -> bool:
+    """Whether Spark has planned a batch it has not committed (cheap: two directory listings)."""
+    checkpoint = deployment.checkpoint_path
+    planned = _last_id(checkpoint / "offsets")
+    finished = _last_id(checkpoint / "commits")
+    return planned is not None and (finished is None or planned > finished)
+
+
 def txn_version(path: Path, app_id: str) -> int | None:
     if not DeltaTable.is_deltatable(str(path)):
         return None

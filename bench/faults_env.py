@@ -24,12 +24,7 @@ import psutil
 
 from kappa.processes import wait_until
 from kappa.settings import REPO_ROOT
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from tests.conftest import free_port
 
 
 class StreamProcess:

@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from bench import faults_checks as checks
-from bench.faults_env import Disk, Seaweed, StreamProcess, free_port
+from bench.faults_env import Disk, Seaweed, StreamProcess
 from bench.faults_workload import TOPIC, EventStream
 from kappa.broker import EmbeddedBroker
-from kappa.settings import Settings, load_settings
 from streaming.deployment import Deployment
-from streaming.table_reader import commits
+from streaming.table_reader import last_end_offsets
+from tests.conftest import free_port, make_settings
 
 KILL_TARGETS = ("random moment", "Delta commit", "before checkpoint commit", "start-up")
 
@@ -51,19 +51,6 @@ class FaultError(RuntimeError):
     """The harness could not get the platform into the state a fault needs."""
 
 
-def make_settings(home: Path, port: int) -> Settings:
-    return load_settings(
-        env={},
-        overrides={
-            "home": str(home),
-            "broker.port": port,
-            "kafka.bootstrap_servers": f"127.0.0.1:{port}",
-            "spark.master": "local[2]",
-            "dagster.port": free_port(),
-        },
-    )
-
-
 def wait_for(predicate: Callable[[], object], timeout_s: float, what: str, poll_s: float = 0.1):  # type: ignore[no-untyped-def]
     deadline = time.monotonic() + timeout_s
     while True:
@@ -88,9 +75,6 @@ class FaultRun:
     ) -> None:
         self.work = work
         self.rng = random.Random(seed)
-        self.seed = seed
-        self.rate = rate
-        self.durable = durable
         self.disk = Disk(work / "home")
         self.settings = make_settings(self.disk.path, free_port())
         # The broker keeps its pid and log off the faulty disk: only the platform's data is on it.
@@ -158,15 +142,6 @@ class FaultRun:
             msg = f"the streaming process keeps stopping: {self.unexpected_exits}"
             raise FaultError(msg)
         self.stream.start()
-
-    def in_flight(self) -> bool:
-        pos = checks.Position(
-            checks._last_id(self.deployment.checkpoint_path / "offsets"),
-            checks._last_id(self.deployment.checkpoint_path / "commits"),
-            None,
-            None,
-        )
-        return pos.planned is not None and (pos.finished is None or pos.planned > pos.finished)
 
     def verify(self) -> checks.Verdict:
         return checks.verify(
@@ -243,7 +218,9 @@ class FaultRun:
 
     def disk_fault(self, kind: str) -> FaultRow:
         """Fill the home's filesystem up, or remount it read-only, while a batch is in flight."""
-        wait_for(self.in_flight, 60, "a micro-batch in flight", poll_s=0.002)
+        wait_for(
+            lambda: checks.in_flight(self.deployment), 60, "a micro-batch in flight", poll_s=0.002
+        )
         if kind == "full":
             self.disk.fill()
         else:
@@ -333,11 +310,7 @@ class FaultRun:
     def _covers(self, offsets: dict[int, int]) -> bool:
         if not self.stream.alive():
             self._unplanned_stop()
-        try:
-            history = commits(self.deployment.table_path)
-        except FileNotFoundError:
-            return False
-        ends = history[-1].end_offsets.get(TOPIC, {}) if history else {}
+        ends = _table_ends(self.deployment)
         return all(ends.get(p, 0) >= o for p, o in offsets.items())
 
     def unplanned_stops_row(self) -> FaultRow:
@@ -426,7 +399,9 @@ def memory_broker_data_loss(work: Path, seed: int) -> FaultRow:
     try:
         send(settings, customer_changes(3000, seed=seed))
         stream.start()
-        wait_for(lambda: _covered(deployment) >= 3000, 180, "the first 3000 records")
+        wait_for(
+            lambda: sum(_table_ends(deployment).values()) >= 3000, 180, "the first 3000 records"
+        )
         before = checks.txn_version(deployment.table_path, deployment.app_id)
         broker.stop()
         broker.start()  # the memory engine comes back empty
@@ -462,18 +437,12 @@ def memory_broker_data_loss(work: Path, seed: int) -> FaultRow:
     )
 
 
-def _covered(deployment: Deployment) -> int:
-    try:
-        history = commits(deployment.table_path)
-    except FileNotFoundError:
-        return 0
-    return sum(history[-1].end_offsets.get(TOPIC, {}).values()) if history else 0
+def _table_ends(deployment: Deployment) -> dict[int, int]:
+    """Per partition, the end offset the table's last commit covers (empty before the first)."""
+    return (last_end_offsets(deployment.table_path) or {}).get(TOPIC, {})
 
 
 def _ids(pos: checks.Position) -> dict[str, Any]:
     data = asdict(pos)
     data["orphans"] = len(pos.orphans)
     return data
-
-
-__all__ = ["TOPIC", "FaultError", "FaultRow", "FaultRun"]
