@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from bench import faults_checks as checks
-from bench.faults_env import Disk, Seaweed, StreamProcess
+from bench.faults_env import Disk, Seaweed
 from bench.faults_workload import TOPIC, EventStream
+from bench.processes import StreamingJob
 from kappa.broker import EmbeddedBroker
 from streaming.deployment import Deployment
 from streaming.table_reader import last_end_offsets
@@ -85,7 +86,7 @@ class FaultRun:
         self.events = EventStream(self.settings, rate, seed)
         args = ["customers", "--trigger-interval", trigger, "--max-offsets-per-trigger"]
         args.append(str(max_batch))
-        self.stream = StreamProcess(self.settings.to_env(), args, work / "logs")
+        self.stream = StreamingJob(self.settings.to_env(), args, work / "logs")
         self.rows: list[FaultRow] = []
         self.unexpected_exits: list[str] = []
 
@@ -395,7 +396,7 @@ def memory_broker_data_loss(work: Path, seed: int) -> FaultRow:
     broker.start()
     deployment = Deployment("customers", "v1", home)
     args = ["customers", "--trigger-interval", "1 second"]
-    stream = StreamProcess(settings.to_env(), args, work / "logs" / "memory-broker")
+    stream = StreamingJob(settings.to_env(), args, work / "logs" / "memory-broker")
     try:
         send(settings, customer_changes(3000, seed=seed))
         stream.start()

@@ -18,7 +18,7 @@ from typing import Any
 
 from deltalake import DeltaTable
 
-from bench.processes import CommitWatcher, SeenCommit, StreamingProcess
+from bench.processes import CommitWatcher, MeasuredJob, SeenCommit
 from bench.workload import TOPIC, Workload
 from streaming.deployment import Deployment
 from streaming.kafka_log import KafkaLog
@@ -38,8 +38,9 @@ class BenchEnv:
     def table_path(self, version: str) -> Path:
         return Deployment("customers", version, self.home).table_path
 
-    def streaming(self, name: str, *args: str) -> StreamingProcess:
-        return StreamingProcess(self.env, list(args), self.home / "bench-logs" / f"{name}.log")
+    def streaming(self, name: str, *args: str) -> MeasuredJob:
+        """``python -m streaming run customers ARGS``, logging to ``bench-logs/NAME-001.log``."""
+        return MeasuredJob(self.env, [TOPIC, *args], self.home / "bench-logs", name)
 
     def topic_end(self) -> dict[int, int]:
         with KafkaLog(self.kafka_client) as log:
@@ -126,7 +127,7 @@ def measure_latency(
         _wait_covered(watcher, job, ends, "the last records to become visible")
         job.stop()
     finally:
-        if job.running():
+        if job.alive():
             job.stop()
         commits = watcher.stop()
     measured = [d for d in delivered if d[2] >= measured_from_ms]
@@ -147,15 +148,15 @@ def measure_latency(
 
 
 def _wait_covered(
-    watcher: CommitWatcher, job: StreamingProcess, ends: dict[int, int], what: str
+    watcher: CommitWatcher, job: MeasuredJob, ends: dict[int, int], what: str
 ) -> None:
     deadline = time.monotonic() + RUN_TIMEOUT_S
     while not watcher.covered(ends):
-        if not job.running():
-            msg = f"the streaming job exited while {what}: see {job.log_path}"
+        if not job.alive():
+            msg = f"the streaming job exited while {what}: see {job.log_file}"
             raise RuntimeError(msg)
         if time.monotonic() > deadline:
-            msg = f"timed out {what}: see {job.log_path}"
+            msg = f"timed out {what}: see {job.log_file}"
             raise RuntimeError(msg)
         time.sleep(0.05)
 

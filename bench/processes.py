@@ -1,7 +1,8 @@
-"""The streaming job as a separate process, as it runs in production, with its peak memory.
+"""The streaming job as a separate process, as it runs in production, for both halves of bench/.
 
-:class:`StreamingProcess` starts ``python -m streaming run ...`` in its own process group and
-samples the resident memory of its whole tree (Python driver, Spark JVM, Python workers).
+:class:`StreamingJob` starts ``python -m streaming run ...`` in its own process group, stops it
+gracefully or kills the group (the fault harness); :class:`MeasuredJob` also samples the resident
+memory of its whole tree (Python driver, Spark JVM, Python workers) and its wall time (perf).
 :class:`CommitWatcher` polls a table's Delta log and notes when each commit became visible.
 """
 
@@ -15,17 +16,18 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import psutil
 from deltalake import DeltaTable
 
+from kappa.processes import ManagedProcess, _running
+from kappa.settings import REPO_ROOT
 from streaming import offsets as off
 from streaming.compacted_table import END_OFFSETS
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def tree_rss(root: psutil.Process) -> int:
@@ -63,68 +65,134 @@ class PeakRss(threading.Thread):
         return self.peak
 
 
-@dataclass
-class StreamingProcess:
-    """``python -m streaming run customers ARGS`` with the bench's environment."""
+class StreamingJob:
+    """``python -m streaming run ARGS`` in its own process group, started again after each stop.
 
-    env: dict[str, str]
-    args: list[str]
-    log_path: Path
-    started: float = 0.0
-    wall_s: float = 0.0
-    peak_rss: int = 0
-    returncode: int | None = None
-    _proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
-    _rss: PeakRss | None = field(default=None, repr=False)
+    Each start (an incarnation) logs to its own file, ``LOGS/NAME-NNN.log``. A graceful stop
+    signals only the Python driver: a SIGTERM to the whole group would also reach the JVM, whose
+    shutdown hook stops Spark under the running query (exit code 1). A kill is a SIGKILL of the
+    whole group (driver, JVM, Python workers).
+    """
 
-    def start(self) -> StreamingProcess:
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        log = self.log_path.open("wb")
-        self.started = time.perf_counter()
-        self._proc = subprocess.Popen(
-            [sys.executable, "-m", "streaming", "run", "customers", *self.args],
-            cwd=REPO,
-            env={**os.environ, **self.env},
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        log.close()
-        self._rss = PeakRss(self._proc.pid)
+    def __init__(
+        self, env: Mapping[str, str], args: Sequence[str], logs: Path, name: str = "stream"
+    ) -> None:
+        self.env = {**os.environ, **env}
+        self.args = list(args)
+        self.logs = logs
+        self.name = name
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.incarnation = 0
+        self.started_at = 0.0  # time.monotonic() of the last start
+
+    @property
+    def log_file(self) -> Path:
+        return self.logs / f"{self.name}-{self.incarnation:03d}.log"
+
+    def start(self) -> Self:
+        assert not self.alive(), "the streaming process is already running"
+        self.incarnation += 1
+        argv = [sys.executable, "-m", "streaming", "run", *self.args]
+        started = ManagedProcess(self.name, argv, self.log_file, self.env, REPO_ROOT).start()
+        self.proc = started.proc
+        self.started_at = time.monotonic()
+        return self
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    @property
+    def returncode(self) -> int | None:
+        return None if self.proc is None else self.proc.poll()
+
+    def wait_exit(self, timeout_s: float) -> int | None:
+        """The exit code, or None if the process is still running after ``timeout_s``."""
+        assert self.proc is not None
+        try:
+            return self.proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def terminate(self) -> None:
+        """SIGTERM to the driver: the query stops at the next batch boundary."""
+        assert self.proc is not None
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.proc.pid, signal.SIGTERM)
+
+    def kill(self) -> int:
+        """SIGKILL the whole process group; returns how many processes of the tree survived."""
+        assert self.proc is not None
+        try:
+            tree = [psutil.Process(self.proc.pid), *psutil.Process(self.proc.pid).children(True)]
+        except psutil.NoSuchProcess:
+            tree = []
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(timeout=30)
+        _, alive = psutil.wait_procs(tree, timeout=10)
+        return len([p for p in alive if _running(p)])
+
+    def stop(self, timeout_s: float = 60.0) -> int | None:
+        """A graceful stop; SIGKILL if it does not end within ``timeout_s``. The exit code."""
+        if self.proc is None:
+            return None
+        if self.alive():
+            self.terminate()
+            if self.wait_exit(timeout_s) is None:
+                self.kill()
+        with contextlib.suppress(ProcessLookupError):  # stray workers of a finished run
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        return self.proc.returncode
+
+    def error_line(self) -> str:
+        """The ``error: ...`` line the CLI printed, or the last line of the log."""
+        try:
+            lines = self.log_file.read_text(errors="replace").splitlines()
+        except FileNotFoundError:
+            return ""
+        errors = [line for line in lines if line.startswith("error: ")]
+        if errors:
+            return errors[-1]
+        return lines[-1] if lines else ""
+
+
+class MeasuredJob(StreamingJob):
+    """A streaming job whose wall time and peak process-tree RSS the benchmark measures.
+
+    Unlike :meth:`StreamingJob.stop`, a stop or wait that times out kills the job and raises.
+    """
+
+    wall_s = 0.0
+    peak_rss = 0
+    _rss: PeakRss | None = None
+
+    def start(self) -> Self:
+        super().start()
+        assert self.proc is not None
+        self._rss = PeakRss(self.proc.pid)
         self._rss.start()
         return self
 
     def wait(self, timeout_s: float) -> int:
-        assert self._proc is not None and self._rss is not None
+        assert self.proc is not None and self._rss is not None
         try:
-            self.returncode = self._proc.wait(timeout=timeout_s)
+            return self.proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            self._kill()
+            self.kill()
             raise
         finally:
-            self.wall_s = time.perf_counter() - self.started
+            self.wall_s = time.monotonic() - self.started_at
             self.peak_rss = self._rss.stop()
-        return self.returncode
 
     def stop(self, timeout_s: float = 60.0) -> int:
-        """SIGTERM (a stop at the next batch boundary), then wait for the exit."""
-        assert self._proc is not None
-        self._proc.send_signal(signal.SIGTERM)
+        """SIGTERM to the driver (a stop at the next batch boundary), then wait for the exit."""
+        self.terminate()
         return self.wait(timeout_s)
-
-    def running(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
-
-    def _kill(self) -> None:
-        assert self._proc is not None
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self._proc.pid, signal.SIGKILL)
-        self._proc.wait()
 
     def events(self) -> list[dict[str, Any]]:
         """The JSON lines the job's reporter printed."""
         found = []
-        for line in self.log_path.read_text(errors="replace").splitlines():
+        for line in self.log_file.read_text(errors="replace").splitlines():
             if line.startswith("{"):
                 try:
                     found.append(json.loads(line))
@@ -135,7 +203,7 @@ class StreamingProcess:
     def finished(self) -> dict[str, Any]:
         done = [e for e in self.events() if e.get("event") == "finished"]
         if not done:
-            tail = self.log_path.read_text(errors="replace")[-2000:]
+            tail = self.log_file.read_text(errors="replace")[-2000:]
             msg = f"the streaming job did not finish (exit {self.returncode}):\n{tail}"
             raise RuntimeError(msg)
         return done[-1]

@@ -78,7 +78,7 @@ class EmbeddedBroker:
         if current.running:
             return current
         host, port = self._settings.broker.host, self._settings.broker.port
-        if _port_open(host, port):
+        if port_open(host, port):
             msg = (
                 f"port {port} on {host} is already in use by another process; stop it or set "
                 "KAPPA_BROKER_PORT to a free port"
@@ -112,7 +112,7 @@ class EmbeddedBroker:
             if proc.poll() is not None:
                 msg = f"the broker exited with code {proc.returncode}; see {self.log_file}"
                 raise BrokerError(msg)
-            if _port_open(host, port):
+            if port_open(host, port):
                 return self.status()
             time.sleep(0.05)
         self.stop()
@@ -171,7 +171,7 @@ def _reap(pid: int) -> None:
         os.waitpid(pid, os.WNOHANG)
 
 
-def _port_open(host: str, port: int) -> bool:
+def port_open(host: str, port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.settimeout(0.2)
         return sock.connect_ex((host, port)) == 0
