@@ -15,11 +15,11 @@ from dataclasses import dataclass
 
 from confluent_kafka import Producer
 
+from bench.workload import TOPIC, produce_one
 from kappa.settings import Settings
 from kappa.topics import ensure_topics
 from streaming.kafka_log import CLIENT_LOGGER
 
-TOPIC = "customers"
 SCHEMA_REASON = "is not a JSON object matching the schema"
 
 
@@ -151,12 +151,7 @@ class EventStream(threading.Thread):
                 else:
                     self.delivered.append(Delivered(msg.partition(), msg.offset(), poison))  # type: ignore[attr-defined]
 
-        while True:
-            try:
-                producer.produce(TOPIC, key=key, value=value, on_delivery=on_delivery)
-                break
-            except BufferError:
-                producer.poll(0.05)
+        produce_one(producer, key, value, on_delivery)
         self.produced += 1
 
     def finish(self, timeout_s: float = 330.0) -> None:

@@ -76,7 +76,7 @@ class Workload:
         started = time.perf_counter()
         producer = Producer({"bootstrap.servers": bootstrap, **PRODUCER_CONFIG})
         for key, value in self.next_events(count):
-            _produce(producer, key, value)
+            produce_one(producer, key, value)
         _flush(producer)
         return time.perf_counter() - started
 
@@ -100,19 +100,20 @@ class Workload:
             due = min(total, int((time.perf_counter() - started) * rate) + 1)
             if due > sent:
                 for key, value in self.next_events(due - sent):
-                    _produce(producer, key, value, on_delivery)
+                    produce_one(producer, key, value, on_delivery)
                 sent = due
             producer.poll(0.005)
         _flush(producer)
         return sent
 
 
-def _produce(
+def produce_one(
     producer: Producer,
-    key: bytes,
+    key: bytes | None,
     value: bytes | None,
     on_delivery: Callable[[Any, Any], None] | None = None,
 ) -> None:
+    """Produce one record to the topic, serving delivery reports while the queue is full."""
     while True:
         try:
             if on_delivery is None:
