@@ -135,11 +135,16 @@ def take_snapshot(
     started: float,
     state: str,
     log: KafkaLog,
+    committed_before: off.OffsetMap,
     fingerprint_drift: str = "",
 ) -> Snapshot:
-    """Measure a deployment now: its table, its dead letters, and its lag against the log."""
+    """Measure a deployment now: its table, its dead letters, and its lag against the log.
+
+    ``committed_before`` is the table's position when this run started (its last commit's end
+    offsets), the position until the run commits a batch of its own.
+    """
     results = writer.results
-    committed = off.from_spark(results[-1].end_offsets) if results else _committed(writer)
+    committed = off.from_spark(results[-1].end_offsets) if results else committed_before
     latest = log.latest(pipeline.topics)
     lag = {
         t: {str(p): max(0, end - committed.get(t, {}).get(p, 0)) for p, end in parts.items()}
@@ -171,10 +176,3 @@ def take_snapshot(
         duration_s=time.time() - started,
         fingerprint_drift=fingerprint_drift,
     )
-
-
-def _committed(writer: BatchWriter) -> off.OffsetMap:
-    """The end offsets of the table's last commit (before this run committed anything)."""
-    from streaming.table_reader import last_end_offsets
-
-    return last_end_offsets(writer.table.path) or {}

@@ -27,6 +27,7 @@ from streaming.kafka_log import KafkaLog
 from streaming.kafka_source import FORMAT
 from streaming.pipeline import Pipeline
 from streaming.reporting import NullReporter, Reporter, Snapshot, take_snapshot
+from streaming.table_reader import Commit, latest_commit
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,7 @@ class PipelineRunner:
         self._query: StreamingQuery | None = None
         self._previous_lag: int | None = None
         self._drift = ""
+        self._committed_before: off.OffsetMap = {}  # the table's position when this run started
         self._log = KafkaLog(self.kafka_client)  # connects on first use, reused per report
         self.alignment = LiveAlignment(deployment) if options.follow_live else None
 
@@ -110,7 +112,9 @@ class PipelineRunner:
     def run(self) -> Snapshot:
         """Run until caught up or stopped; returns the final snapshot. Raises on failure."""
         started = time.time()
-        self._drift = fingerprint_drift(self.pipeline, self.deployment)
+        previous = latest_commit(self.deployment.table_path)
+        self._drift = fingerprint_drift(self.pipeline, previous)
+        self._committed_before = previous.end_offsets if previous else {}
         query = self.start()
         self.reporter.started(self.deployment, self.options)
         if self._drift:
@@ -177,6 +181,7 @@ class PipelineRunner:
             started,
             state,
             self._log,
+            self._committed_before,
             self._drift,
         )
         return self._with_catch_up(snapshot)
@@ -185,8 +190,10 @@ class PipelineRunner:
         """A non-live version's progress toward the live version's position."""
         if self.alignment is None:
             return snapshot
-        committed = off.from_spark(snapshot.committed_offsets)
-        catch_up = self.alignment.catch_up(committed, self._log.earliest(self.pipeline.topics))
+        catch_up = None
+        if self.alignment.following:  # the log's start is only needed then: spare the query
+            committed = off.from_spark(snapshot.committed_offsets)
+            catch_up = self.alignment.catch_up(committed, self._log.earliest(self.pipeline.topics))
         if catch_up is None:
             return replace(snapshot, role="live")
         eta = catch_up.eta_s(snapshot.processed_rows_per_s)
@@ -244,9 +251,7 @@ def failure_cause(text: str) -> str:
     return cause or next((line for line in lines if line.strip()), text)
 
 
-def fingerprint_drift(pipeline: Pipeline, deployment: Deployment) -> str:
-    """The fingerprint this deployment's table was built with, if the code has changed since."""
-    from streaming.table_reader import recorded_fingerprint
-
-    recorded = recorded_fingerprint(deployment.table_path)
+def fingerprint_drift(pipeline: Pipeline, last: Commit | None) -> str:
+    """The fingerprint the table's last commit was built with, if the code has changed since."""
+    recorded = last.fingerprint if last else ""
     return recorded if recorded and recorded != pipeline.fingerprint else ""

@@ -93,12 +93,6 @@ def last_end_offsets(path: Path | str) -> off.OffsetMap | None:
     return commit.end_offsets if commit else None
 
 
-def recorded_fingerprint(path: Path | str) -> str | None:
-    """The pipeline fingerprint of the table's last commit, if any."""
-    commit = latest_commit(path)
-    return commit.fingerprint or None if commit else None
-
-
 def _newest(entries: list[dict[str, Any]]) -> Commit | None:
     """The first batch commit among log entries listed newest first."""
     return next((c for c in map(_commit, entries) if c is not None), None)

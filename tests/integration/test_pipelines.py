@@ -62,4 +62,5 @@ def test_rerunning_a_caught_up_pipeline_changes_nothing(spark, settings, broker)
     before = table_rows(settings, "customer_spend")
     snapshot = run_until_caught_up(spark, settings, "customer_spend")
     assert snapshot.batches == 0
+    assert snapshot.total_lag == 0  # its position is the table's last commit, from before the run
     assert table_rows(settings, "customer_spend") == before
