@@ -90,21 +90,26 @@ class KafkaLog:
 
     def earliest(self, topics: Iterable[str]) -> OffsetMap:
         """The first available offset of every partition (ListOffsets earliest)."""
-        result: OffsetMap = {}
-        for topic, parts in self.partitions(topics).items():
-            result[topic] = {p: self._listed(topic, p)[0] for p in parts}
-        return result
+        return self._list(topics)[0]
 
     def latest(self, topics: Iterable[str]) -> OffsetMap:
         """The true log end offset of every partition (see the module docstring)."""
-        listed: OffsetMap = {}
-        for topic, parts in self.partitions(topics).items():
-            listed[topic] = {p: self._listed(topic, p)[1] for p in parts}
-        return self._probe_ends(listed)
+        return self._probe_ends(self._list(topics)[1])
 
     def bounds(self, topics: Iterable[str]) -> tuple[OffsetMap, OffsetMap]:
-        topics = list(topics)
-        return self.earliest(topics), self.latest(topics)
+        """``(earliest, latest)`` from one metadata request and one listing per partition."""
+        earliest, listed = self._list(topics)
+        return earliest, self._probe_ends(listed)
+
+    def _list(self, topics: Iterable[str]) -> tuple[OffsetMap, OffsetMap]:
+        """The listed (ListOffsets) earliest and latest offsets of every partition."""
+        low: OffsetMap = {}
+        high: OffsetMap = {}
+        for topic, parts in self.partitions(topics).items():
+            low[topic], high[topic] = {}, {}
+            for partition in parts:
+                low[topic][partition], high[topic][partition] = self._listed(topic, partition)
+        return low, high
 
     def _listed(self, topic: str, partition: int) -> tuple[int, int]:
         try:
