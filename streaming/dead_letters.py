@@ -26,24 +26,35 @@ SCHEMA = pa.schema(
 
 
 class DeadLetters:
+    """One deployment's dead letters. Opened on first use and kept up to date after that."""
+
     def __init__(self, path: Path, app_id: str) -> None:
         self.path = path
         self.app_id = app_id
+        self._table: DeltaTable | None = None
+
+    def _current(self) -> DeltaTable | None:
+        """The table at its latest version, or None while no record was ever dead-lettered."""
+        if self._table is not None:
+            self._table.update_incremental()
+        elif DeltaTable.is_deltatable(str(self.path)):
+            self._table = DeltaTable(str(self.path))
+        return self._table
 
     def append(self, records: pa.Table, batch_id: int) -> int:
         """Append one batch's dead letters; returns how many were written (0 on a replay)."""
         if records.num_rows == 0:
             return 0
-        exists = DeltaTable.is_deltatable(str(self.path))
-        if exists:
-            done = DeltaTable(str(self.path)).transaction_version(self.app_id)
+        dt = self._current()
+        if dt is not None:
+            done = dt.transaction_version(self.app_id)
             if done is not None and done >= batch_id:
                 return 0
         ids = pa.array([batch_id] * records.num_rows, pa.int64())
         table = records.append_column("batch_id", ids).select(SCHEMA.names).cast(SCHEMA)
         self.path.mkdir(parents=True, exist_ok=True)
         write_deltalake(
-            str(self.path),
+            dt if dt is not None else str(self.path),
             table,
             mode="append",
             commit_properties=CommitProperties(
@@ -53,11 +64,9 @@ class DeadLetters:
         return records.num_rows
 
     def count(self) -> int:
-        if not DeltaTable.is_deltatable(str(self.path)):
-            return 0
-        return DeltaTable(str(self.path)).count()
+        dt = self._current()
+        return 0 if dt is None else dt.count()
 
     def read(self) -> pa.Table:
-        if not DeltaTable.is_deltatable(str(self.path)):
-            return SCHEMA.empty_table()
-        return DeltaTable(str(self.path)).to_pyarrow_table()
+        dt = self._current()
+        return SCHEMA.empty_table() if dt is None else dt.to_pyarrow_table()
