@@ -167,7 +167,8 @@ def _resolve_versions(
 
     from streaming import offsets as off
     from streaming.live import live_version
-    from streaming.versions import check_log_has_beginning, last_offsets
+    from streaming.table_reader import last_end_offsets
+    from streaming.versions import check_log_has_beginning
 
     fresh = not (deployment.checkpoint_path / "offsets").exists()
     if fresh and options.starting_timestamp_ms is not None:
@@ -185,7 +186,7 @@ def _resolve_versions(
     if live is None or live == deployment.version:
         msg = f"--until-live needs another live version of {pipeline.name} (live: {live})"
         raise StreamingError(msg)
-    ending = last_offsets(Deployment(pipeline.name, live, settings.home))
+    ending = last_end_offsets(Deployment(pipeline.name, live, settings.home).table_path)
     if ending is None:
         msg = f"the live version {live} of {pipeline.name} has committed nothing yet"
         raise StreamingError(msg)

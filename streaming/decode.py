@@ -82,7 +82,7 @@ def decode(raw: DataFrame, pipeline: Pipeline) -> Decoded:
             F.col("value").isNotNull(),
             F.from_json(text, schema, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}),
         ),
-    ).withColumn("error", _error(pipeline))
+    ).withColumn("error", _error(pipeline, schema))
     dead = parsed.where(F.col("error").isNotNull()).select(
         "key", "value", "topic", "partition", "offset", "timestamp", "error"
     )
@@ -105,10 +105,9 @@ def decode(raw: DataFrame, pipeline: Pipeline) -> Decoded:
     return Decoded(good, dead, observation)
 
 
-def _error(pipeline: Pipeline) -> Column:
-    """The first reason a record is bad, or null."""
+def _error(pipeline: Pipeline, schema: StructType) -> Column:
+    """The first reason a record is bad, or null (``schema``: :func:`value_struct`)."""
     value = F.col("_value")
-    schema = value_struct(pipeline)
     checks: list[tuple[Column, Column]] = [
         (F.col("key").isNull(), F.lit("record has no key")),
         (~F.is_valid_utf8(F.col("key")), F.lit("key is not valid UTF-8")),

@@ -22,9 +22,9 @@ passed to librdkafka without the prefix.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -205,8 +205,7 @@ def read_offsets_cap(path: str) -> off.OffsetMap | None:
     that the stream must not read past; a missing file means no cap. Partitions the file does
     not list do not advance."""
     try:
-        with open(path) as handle:
-            return off.from_spark(json.load(handle))
+        return off.loads(Path(path).read_text())
     except FileNotFoundError:
         return None
 

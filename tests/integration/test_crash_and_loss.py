@@ -9,7 +9,6 @@ import sys
 
 import pytest
 
-from kappa.broker import EmbeddedBroker
 from kappa.processes import wait_until
 from kappa.settings import REPO_ROOT
 from streaming.deployment import Deployment
@@ -77,7 +76,7 @@ def test_broker_that_lost_its_log_stops_the_query_with_data_loss(spark, settings
     send(settings, transactions(500, seed=10))
     run_until_caught_up(spark, settings, "customer_spend")
     broker.stop()  # the in-memory broker forgets every topic
-    EmbeddedBroker(settings).start()
+    broker.start()  # same port, empty memory
     send(settings, transactions(100, seed=11))  # recreated topic, log ends below the checkpoint
     before = table_rows(settings, "customer_spend")
     with pytest.raises(DataLossError) as caught:
