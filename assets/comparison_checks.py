@@ -29,6 +29,7 @@ from dagster import (
 from pydantic import Field
 
 from assets.resources import KappaSettings
+from kappa.settings import Settings
 from streaming.pipeline import Pipeline
 
 SCHEMA, KEYS, VALUES = "candidate_schema", "candidate_keys", "candidate_values"
@@ -51,8 +52,9 @@ def check_group(outcome_name: str) -> str:
     return VALUES
 
 
-def _group_metadata(result: Any, group: str, at: dict[str, Any]) -> dict[str, Any]:
-    full = result.to_metadata()
+def _group_metadata(
+    result: Any, full: dict[str, Any], group: str, at: dict[str, Any]
+) -> dict[str, Any]:
     metadata: dict[str, Any] = {k: full[k] for k in _SHARED if k in full}
     prefixes = {
         SCHEMA: ("schema.",),
@@ -82,10 +84,13 @@ def _mismatch_table(result: Any) -> str:
     return "\n".join(rows)
 
 
-def check_outcomes(result: Any, at: dict[str, Any]) -> Iterable[tuple[str, bool, str, dict]]:
+def check_outcomes(settings: Settings, result: Any) -> Iterable[tuple[str, bool, str, dict]]:
     """(check name, passed, description, metadata) for each of the three checks."""
+    from kappa.promotion import comparison_offsets
     from quality.diff_checks import failure_reasons
 
+    at = comparison_offsets(settings, result.table, result.old_name, result.new_name)
+    full = result.to_metadata()
     for group in (SCHEMA, KEYS, VALUES):
         outcomes = tuple(o for o in result.outcomes if check_group(o.name) == group)
         failed = tuple(o for o in outcomes if not o.success)
@@ -94,10 +99,12 @@ def check_outcomes(result: Any, at: dict[str, Any]) -> Iterable[tuple[str, bool,
         text = f"{result.new_name} vs live {result.old_name}: " + (
             "; ".join(reasons) if reasons else "passed"
         )
-        yield group, passed, text, _group_metadata(result, group, at)
+        yield group, passed, text, _group_metadata(result, full, group, at)
 
 
-def check_evaluations(key: AssetKey, result: Any, at: dict[str, Any]) -> list[AssetCheckEvaluation]:
+def comparison_evaluations(
+    key: AssetKey, settings: Settings, result: Any
+) -> list[AssetCheckEvaluation]:
     """The three checks as events a job (promotion, sensor-launched comparison) can log."""
     return [
         AssetCheckEvaluation(
@@ -109,7 +116,7 @@ def check_evaluations(key: AssetKey, result: Any, at: dict[str, Any]) -> list[As
             metadata=metadata,
             blocking=True,
         )
-        for name, passed, text, metadata in check_outcomes(result, at)
+        for name, passed, text, metadata in check_outcomes(settings, result)
     ]
 
 
@@ -132,15 +139,12 @@ def comparison_checks(key: AssetKey, pipeline: Pipeline) -> AssetChecksDefinitio
     def _compare(
         context: AssetCheckExecutionContext, config: ComparisonCheckConfig, kappa: KappaSettings
     ):
-        from kappa.promotion import compare_with_live, comparison_offsets
-        from streaming.live import live_version
+        from kappa.promotion import compare_with_live
 
         settings = kappa.load()
         version = config.version or pipeline.version
         result = compare_with_live(settings, pipeline.name, version, config.wait_s or None)
-        live = live_version(settings.home, pipeline.name) or ""
-        at = comparison_offsets(settings, pipeline.name, live, version)
-        for name, passed, text, metadata in check_outcomes(result, at):
+        for name, passed, text, metadata in check_outcomes(settings, result):
             yield AssetCheckResult(
                 check_key=AssetCheckKey(key, name),
                 passed=passed,

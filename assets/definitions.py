@@ -22,14 +22,11 @@ from assets.tables import table_asset, table_key
 from assets.topics import topic_asset
 from assets.version_jobs import RETIRE_SCHEDULE, VERSION_JOBS
 from assets.version_sensors import candidate_sensor, new_version_sensor
-from streaming.pipelines import registry
+from kappa.deployments import deploy_job_name
+from streaming.pipelines import all_topics, registry
 
 PIPELINES = registry()
-TOPICS = sorted({t for p in PIPELINES.values() for t in p.topics})
-
-
-def deploy_job_name(pipeline: str) -> str:
-    return f"deploy_{pipeline}"
+TOPICS = all_topics()
 
 
 deploy_jobs = {

@@ -6,7 +6,7 @@ executed on demand from the UI, evaluating the latest reported health.
 
 # No `from __future__ import annotations`: Dagster inspects the check functions' annotations.
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from dagster import (
@@ -19,11 +19,19 @@ from dagster import (
     asset_check,
 )
 
-from streaming.health import LAGGING, STALLED
+from streaming.health import FAILED, LAGGING, STALLED
 from streaming.reporting import Snapshot
 
 LAG_CHECK = "lag"
 FRESHNESS_CHECK = "freshness"
+
+
+def lag_ok(state: str) -> bool:
+    return state != LAGGING
+
+
+def fresh_ok(state: str) -> bool:
+    return state not in (STALLED, FAILED)
 
 
 def check_evaluations(asset_key: AssetKey, snapshot: Snapshot) -> Iterator[AssetCheckEvaluation]:
@@ -31,7 +39,7 @@ def check_evaluations(asset_key: AssetKey, snapshot: Snapshot) -> Iterator[Asset
     yield AssetCheckEvaluation(
         asset_key=asset_key,
         check_name=LAG_CHECK,
-        passed=snapshot.state != LAGGING,
+        passed=lag_ok(snapshot.state),
         severity=AssetCheckSeverity.WARN,
         metadata={"total_lag": snapshot.total_lag, "state": snapshot.state},
         description=f"{snapshot.total_lag} records behind the log ({snapshot.state})",
@@ -39,7 +47,7 @@ def check_evaluations(asset_key: AssetKey, snapshot: Snapshot) -> Iterator[Asset
     yield AssetCheckEvaluation(
         asset_key=asset_key,
         check_name=FRESHNESS_CHECK,
-        passed=snapshot.state != STALLED,
+        passed=fresh_ok(snapshot.state),
         severity=AssetCheckSeverity.WARN,
         metadata={
             "seconds_since_last_batch": _age(snapshot),
@@ -59,42 +67,44 @@ def _age(snapshot: Snapshot) -> float:
 
 
 def _latest_health(context: AssetCheckExecutionContext, key: AssetKey) -> Mapping[str, Any]:
-    records = context.instance.fetch_observations(key, limit=1).records
-    if not records:
-        return {}
-    observation = records[0].asset_observation
-    return {k: getattr(v, "value", v) for k, v in (observation.metadata or {}).items()}
+    """The latest health report (versions-overview observations on the table carry no state)."""
+    for record in context.instance.fetch_observations(key, limit=20).records:
+        metadata = record.asset_observation.metadata or {}
+        if "state" in metadata:
+            return {k: getattr(v, "value", v) for k, v in metadata.items()}
+    return {}
+
+
+_ON_DEMAND: tuple[tuple[str, str, Callable[[str], bool]], ...] = (
+    (
+        LAG_CHECK,
+        "The deployment is not lagging behind the log (lag above the threshold and not "
+        "shrinking).",
+        lag_ok,
+    ),
+    (
+        FRESHNESS_CHECK,
+        "The deployment is not stalled (input waiting and no batch committed for longer than "
+        "the stall threshold).",
+        fresh_ok,
+    ),
+)
 
 
 def health_checks(key: AssetKey) -> list[AssetChecksDefinition]:
-    @asset_check(
-        asset=key,
-        name=LAG_CHECK,
-        description="The deployment is not lagging behind "
-        "the log (lag above the threshold and not shrinking).",
-    )
-    def _lag(context: AssetCheckExecutionContext) -> AssetCheckResult:
-        health = _latest_health(context, key)
-        state = str(health.get("state", "unknown"))
-        return AssetCheckResult(
-            passed=state != LAGGING,
-            severity=AssetCheckSeverity.WARN,
-            metadata={"state": state, "total_lag": int(health.get("total_lag", 0))},
-        )
+    """The same checks on demand: they judge the latest health the deployment reported."""
 
-    @asset_check(
-        asset=key,
-        name=FRESHNESS_CHECK,
-        description="The deployment is not stalled "
-        "(input waiting and no batch committed for longer than the stall threshold).",
-    )
-    def _freshness(context: AssetCheckExecutionContext) -> AssetCheckResult:
-        health = _latest_health(context, key)
-        state = str(health.get("state", "unknown"))
-        return AssetCheckResult(
-            passed=state not in (STALLED, "failed"),
-            severity=AssetCheckSeverity.WARN,
-            metadata={"state": state},
-        )
+    def build(name: str, description: str, ok: Callable[[str], bool]) -> AssetChecksDefinition:
+        @asset_check(asset=key, name=name, description=description)
+        def _check(context: AssetCheckExecutionContext) -> AssetCheckResult:
+            health = _latest_health(context, key)
+            state = str(health.get("state", "unknown"))
+            return AssetCheckResult(
+                passed=ok(state),
+                severity=AssetCheckSeverity.WARN,
+                metadata={"state": state, "total_lag": int(health.get("total_lag", 0))},
+            )
 
-    return [_lag, _freshness]
+        return _check
+
+    return [build(*spec) for spec in _ON_DEMAND]

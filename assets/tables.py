@@ -8,7 +8,6 @@ Pipes (``assets.launcher``); Dagster never touches the data.
 # No `from __future__ import annotations` here: Dagster reads these annotations at definition time.
 
 import sys
-from pathlib import Path
 from typing import Literal
 
 from dagster import (
@@ -101,18 +100,20 @@ def streaming_command(pipeline: Pipeline, version: str, config: StreamingRunConf
     return cmd
 
 
-def run_version(home: Path, run_id: str, requested: str | None, declared: str) -> str:
-    """The version this run deploys, fixed at its first attempt.
+VERSION_TAG = "kappa/version"
 
-    A retry after a code-location reload must restart the same version, not the newly declared
-    one, so the first attempt records its choice under ``$KAPPA_HOME/runs``.
+
+def run_version(context: AssetExecutionContext, requested: str | None, declared: str) -> str:
+    """The version this run deploys, fixed at its first attempt as the run's ``kappa/version`` tag.
+
+    A step retry (or a run retry, which copies tags) after a code-location reload must restart
+    the same version, not the newly declared one.
     """
-    record = home / "runs" / f"{run_id}.version"
-    if record.exists():
-        return record.read_text().strip()
+    tagged = context.run.tags.get(VERSION_TAG)
+    if tagged:
+        return tagged
     version = validate_version(requested or declared)
-    record.parent.mkdir(parents=True, exist_ok=True)
-    record.write_text(version)
+    context.instance.add_run_tags(context.run_id, {VERSION_TAG: version})
     return version
 
 
@@ -130,7 +131,7 @@ def table_asset(pipeline: Pipeline) -> AssetsDefinition:
     )
     def _table(context: AssetExecutionContext, config: StreamingRunConfig, kappa: KappaSettings):
         settings = kappa.load()
-        version = run_version(settings.home, context.run_id, config.version, pipeline.version)
+        version = run_version(context, config.version, pipeline.version)
         deployment = Deployment(pipeline.name, version, settings.home)
         command = streaming_command(pipeline, deployment.version, config)
         yield from run_deployment(context, pipeline, deployment, command, settings)

@@ -22,7 +22,7 @@ from dagster import (
 )
 from pydantic import Field
 
-from assets.comparison_checks import check_evaluations
+from assets.comparison_checks import comparison_evaluations
 from assets.resources import KappaSettings
 from assets.tables import table_key
 from assets.version_metadata import overview_observation
@@ -63,17 +63,14 @@ class RetireConfig(Config):
 def compare_and_promote(
     context: OpExecutionContext, config: PromoteConfig, kappa: KappaSettings
 ) -> None:
-    from kappa.promotion import compare_with_live, comparison_offsets, promote
-    from streaming.live import live_version
+    from kappa.promotion import compare_with_live, promote
 
     settings = kappa.load()
     key = table_key(config.pipeline)
     wait_s = settings.versions.compare_wait_s if config.wait_s is None else config.wait_s
     try:
-        live = live_version(settings.home, config.pipeline)
         result = compare_with_live(settings, config.pipeline, config.version, wait_s)
-        at = comparison_offsets(settings, config.pipeline, str(live), config.version)
-        for evaluation in check_evaluations(key, result, at):
+        for evaluation in comparison_evaluations(key, settings, result):
             context.log_event(evaluation)
         context.log.info(result.render_text())
         if not result.passed and not config.force:

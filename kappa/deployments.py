@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kappa.dagster_api import ACTIVE_STATUSES, DagsterApi
+from kappa.dagster_api import ACTIVE_STATUSES, DagsterApi, RunInfo
 from kappa.errors import KappaError
 
 _LATEST = """
@@ -13,7 +13,7 @@ query Latest($key: AssetKeyInput!) {
   assetOrError(assetKey: $key) {
     __typename
     ... on Asset {
-      assetObservations(limit: 1) { runId timestamp metadataEntries { ...Entry } }
+      assetObservations(limit: 20) { runId timestamp metadataEntries { ...Entry } }
       assetMaterializations(limit: 1) { runId timestamp metadataEntries { ...Entry } }
     }
   }
@@ -37,6 +37,21 @@ _RUN_STATUS = {
 }
 
 
+def deploy_job_name(pipeline: str) -> str:
+    """The Dagster job that runs a pipeline's streaming deployments."""
+    return f"deploy_{pipeline}"
+
+
+def is_deployment_run(run: RunInfo, pipeline: str, event: dict[str, Any] | None) -> bool:
+    """A run of the pipeline's streaming deployment: its deploy job (or a materialization of its
+    table from the asset page, known by the table's latest event) — not a promote or retire run,
+    which carry the pipeline's tag too."""
+    if run.job_name == deploy_job_name(pipeline):
+        return True
+    from_asset_page = run.job_name.startswith("__ASSET_JOB")
+    return from_asset_page and event is not None and run.run_id == event["runId"]
+
+
 @dataclass(frozen=True)
 class DeploymentStatus:
     pipeline: str
@@ -57,13 +72,14 @@ def _entries(event: dict[str, Any]) -> dict[str, Any]:
 
 
 def latest_event(api: DagsterApi, pipeline: str) -> dict[str, Any] | None:
+    """The latest health report of a pipeline's deployment (the table also gets versions
+    overview observations from sensors and version jobs; those carry no ``state``)."""
     data = api.query(_LATEST, {"key": {"path": ["tables", pipeline]}})["assetOrError"]
     if data["__typename"] != "Asset":
         return None
     events = data["assetObservations"] + data["assetMaterializations"]
-    if not events:
-        return None
-    return max(events, key=lambda e: float(e["timestamp"]))
+    reports = [e for e in events if any(m["label"] == "state" for m in e["metadataEntries"])]
+    return max(reports, key=lambda e: float(e["timestamp"]), default=None)
 
 
 def deployment_statuses(api: DagsterApi, pipelines: list[str]) -> list[DeploymentStatus]:
@@ -102,22 +118,14 @@ def deployment_statuses(api: DagsterApi, pipelines: list[str]) -> list[Deploymen
 
 
 def _active_run(runs: Any, pipeline: str, event: dict[str, Any] | None) -> Any:
-    for run in runs:
-        if run.status not in ACTIVE_STATUSES:
-            continue
-        if run.tags.get("kappa/pipeline") == pipeline or (event and run.run_id == event["runId"]):
-            return run
-    return None
+    active = (r for r in runs if r.status in ACTIVE_STATUSES)
+    return next((r for r in active if is_deployment_run(r, pipeline, event)), None)
 
 
 def stop_deployment(api: DagsterApi, pipeline: str) -> list[str]:
     """Terminate the active runs of ``pipeline``; returns their ids."""
     event = latest_event(api, pipeline)
-    runs = [
-        r
-        for r in api.active_runs()
-        if r.tags.get("kappa/pipeline") == pipeline or (event and r.run_id == event["runId"])
-    ]
+    runs = [r for r in api.active_runs() if is_deployment_run(r, pipeline, event)]
     if not runs:
         msg = f"no active deployment of {pipeline!r} (see `kappa deployments list`)"
         raise KappaError(msg)

@@ -7,6 +7,7 @@ any of them left behind.
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import sys
@@ -15,10 +16,10 @@ from types import FrameType
 
 from kappa.broker import EmbeddedBroker
 from kappa.dagster_api import DagsterApi
-from kappa.errors import KappaError
 from kappa.processes import ManagedProcess, wait_until
 from kappa.settings import REPO_ROOT, Settings
 from kappa.topics import ensure_topics
+from streaming.pipelines import all_topics
 
 
 def dagster_home(settings: Settings) -> str:
@@ -29,8 +30,6 @@ def dagster_home(settings: Settings) -> str:
 
 
 def child_env(settings: Settings) -> dict[str, str]:
-    import os
-
     return {
         **os.environ,
         **settings.to_env(),
@@ -77,7 +76,7 @@ def run_platform(settings: Settings, producer_rate: float | None) -> int:
     try:
         if embedded:
             print(broker.start().describe(), flush=True)
-        ensure_topics(settings, ["customers", "transactions"])
+        ensure_topics(settings, all_topics())
         env = child_env(settings)
         if producer_rate:
             children.append(
@@ -130,11 +129,9 @@ def run_platform(settings: Settings, producer_rate: float | None) -> int:
 def _ready(api: DagsterApi) -> bool:
     try:
         api.runs(limit=1)
-        return True
-    except KappaError:
+    except Exception:  # not listening yet, or not answering GraphQL yet
         return False
-    except Exception:
-        return False
+    return True
 
 
 def _terminate_runs(settings: Settings, timeout_s: float = 40.0) -> None:

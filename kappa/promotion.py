@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kappa.errors import KappaError
+from kappa.processes import wait_until
 from kappa.settings import Settings
 from streaming import offsets as off
 from streaming.alignment import latest_commit_offsets
@@ -51,30 +51,31 @@ def compare_with_live(
 
 def wait_until_caught_up(
     settings: Settings, pipeline_name: str, live: str, candidate: str, wait_s: float
-) -> off.OffsetMap:
-    """Wait until ``candidate`` has a commit at offsets >= the live version's latest commit now.
-
-    Returns those offsets. Raises PromotionBlockedError when the deadline passes first.
-    """
+) -> None:
+    """Wait until ``candidate`` and the live version share a commit at offsets >= the live
+    version's latest commit now. Raises PromotionBlockedError when the deadline passes first."""
     old = Deployment(pipeline_name, live, settings.home)
     new = Deployment(pipeline_name, candidate, settings.home)
     target = latest_commit_offsets(old.table_path)
     if target is None:
         msg = f"{old.id} has committed nothing yet; nothing to compare with"
         raise PromotionBlockedError(msg)
-    deadline = time.monotonic() + wait_s
-    while True:
-        pair = comparable_pair(old, new) if new.table_path.exists() else None
-        if pair is not None and off.total_lag(pair.offsets, target) == 0:
-            return pair.offsets
-        if time.monotonic() >= deadline:
-            done = latest_commit_offsets(new.table_path) or {}
-            msg = (
-                f"{new.id} has not caught up with {old.id} after {wait_s:.0f} s: "
-                f"{off.total_lag(done, target)} records behind the live position; is it running?"
-            )
-            raise PromotionBlockedError(msg)
-        time.sleep(0.5)
+
+    def reached() -> bool:
+        # Cheap check first (the newest log entries); both histories only once it is there.
+        at = latest_commit_offsets(new.table_path)
+        if at is None or off.total_lag(at, target) > 0:
+            return False
+        pair = comparable_pair(old, new)
+        return pair is not None and off.total_lag(pair.offsets, target) == 0
+
+    if not wait_until(reached, wait_s, interval_s=0.5):
+        done = latest_commit_offsets(new.table_path) or {}
+        msg = (
+            f"{new.id} has not caught up with {old.id} after {wait_s:.0f} s: "
+            f"{off.total_lag(done, target)} records behind the live position; is it running?"
+        )
+        raise PromotionBlockedError(msg)
 
 
 def compare_versions(

@@ -10,9 +10,8 @@ from pathlib import Path
 from kappa.processes import wait_until
 from kappa.settings import Settings
 from streaming.deployment import Deployment
-from streaming.live import live_version
 from streaming.lock import DeploymentBusyError, DeploymentLock
-from streaming.versions import RetireRefusedError, retire
+from streaming.versions import refuse_if_live, retire
 
 STOP_TIMEOUT_S = 90.0
 
@@ -30,9 +29,7 @@ def stop_and_retire(
         cancel_run: terminates a Dagster run by id (GraphQL from the CLI, the instance in a job).
     """
     deployment = Deployment(pipeline, version, settings.home)
-    if live_version(settings.home, pipeline) == version:
-        msg = f"{deployment.id} is live; promote another version before retiring it"
-        raise RetireRefusedError(msg)
+    refuse_if_live(deployment)  # before stopping anything
     lock = DeploymentLock(deployment.lock_path)
     holder = lock.holder()
     if holder is not None:

@@ -13,8 +13,7 @@ from typing import Literal
 
 from kappa.promotion import comparison_path
 from kappa.settings import Settings
-from streaming import offsets as off
-from streaming.alignment import latest_commit_offsets
+from streaming.alignment import latest_commit_offsets, progress
 from streaming.deployment import Deployment
 from streaming.live import live_version
 from streaming.lock import DeploymentLock
@@ -35,7 +34,10 @@ class Decision:
     act: bool
     reason: str
     version: str | None = None
-    live: str | None = None
+
+
+def _decision(pipeline: Pipeline, reason: str, act: bool = False) -> Decision:
+    return Decision(pipeline.name, act, f"{pipeline.name}: {reason}", pipeline.version)
 
 
 def candidate_to_launch(settings: Settings, pipeline: Pipeline, runs: RunState) -> Decision:
@@ -44,33 +46,31 @@ def candidate_to_launch(settings: Settings, pipeline: Pipeline, runs: RunState) 
     declared = pipeline.version
     name = pipeline.name
 
-    def wait(reason: str) -> Decision:
-        return Decision(name, False, f"{name}: {reason}", declared, live)
-
     if live is None:
-        return wait(f"no live version yet; materialize tables/{name} to deploy {declared}")
+        return _decision(
+            pipeline, f"no live version yet; materialize tables/{name} to deploy {declared}"
+        )
     if declared == live:
-        return wait(f"the declared version {declared} is live")
+        return _decision(pipeline, f"the declared version {declared} is live")
     candidate = Deployment(name, declared, settings.home)
     if runs == "active" or DeploymentLock(candidate.lock_path).holder() is not None:
-        return wait(f"candidate {declared} is running side by side with live {live}")
+        return _decision(pipeline, f"candidate {declared} is running side by side with live {live}")
     if runs != "none":
-        return wait(
+        return _decision(
+            pipeline,
             f"candidate {declared} was launched already for this code (last run {runs}); "
-            f"launch deploy_{name} with version {declared} to restart it"
+            f"launch deploy_{name} with version {declared} to restart it",
         )
     if not (candidate.checkpoint_path / "offsets").exists():
         try:
             check_log_has_beginning(settings.kafka.client_config(), pipeline.topics)
         except HistoryGoneError as exc:
-            return wait(f"not launching {declared}: {exc}")
-    return Decision(
-        name,
-        True,
-        f"{name}: declared version {declared} differs from live {live}; starting it side by side "
-        "from the earliest offsets",
-        declared,
-        live,
+            return _decision(pipeline, f"not launching {declared}: {exc}")
+    return _decision(
+        pipeline,
+        f"declared version {declared} differs from live {live}; starting it side by side from "
+        "the earliest offsets",
+        act=True,
     )
 
 
@@ -80,38 +80,35 @@ def comparison_to_run(settings: Settings, pipeline: Pipeline, runs: RunState) ->
     declared = pipeline.version
     name = pipeline.name
 
-    def wait(reason: str) -> Decision:
-        return Decision(name, False, f"{name}: {reason}", declared, live)
-
     if live is None or declared == live:
-        return wait("no candidate (the declared version is live)")
+        return _decision(pipeline, "no candidate (the declared version is live)")
     candidate = Deployment(name, declared, settings.home)
     live_at = latest_commit_offsets(Deployment(name, live, settings.home).table_path)
     at = latest_commit_offsets(candidate.table_path)
     if live_at is None or at is None:
-        return wait(f"candidate {declared} or live {live} has not committed yet")
-    behind = off.total_lag(at, live_at)
-    total = off.total_lag({}, live_at)
-    pct = 100.0 if total == 0 else 100.0 * (total - behind) / total
+        return _decision(pipeline, f"candidate {declared} or live {live} has not committed yet")
+    behind, pct = progress(at, live_at)
     if runs == "active":
-        return wait(f"comparing {declared} with {live}")
+        return _decision(pipeline, f"comparing {declared} with {live}")
     if runs == "succeeded":
         action = "promoted" if pipeline.promotion == "auto" else "waiting for a manual promotion"
-        return wait(f"{declared} passed the comparison with {live}; {action}")
+        return _decision(pipeline, f"{declared} passed the comparison with {live}; {action}")
     if runs == "failed" and _failed_comparison(settings, name, live, declared):
-        return wait(
+        return _decision(
+            pipeline,
             f"{declared} failed the comparison with {live} (see the candidate checks); fix the "
-            "code and bump the version, or promote with force"
+            "code and bump the version, or promote with force",
         )
     if behind > WITHIN_REACH_RECORDS and pct < WITHIN_REACH_PCT:
-        return wait(f"candidate {declared} is {pct:.1f}% caught up ({behind} records behind)")
-    return Decision(
-        name,
-        True,
-        f"{name}: candidate {declared} is {pct:.1f}% caught up ({behind} records behind {live}); "
+        return _decision(
+            pipeline,
+            f"candidate {declared} is {pct:.1f}% caught up ({behind} records behind)",
+        )
+    return _decision(
+        pipeline,
+        f"candidate {declared} is {pct:.1f}% caught up ({behind} records behind {live}); "
         f"comparing at equal offsets, then {pipeline.promotion} promotion",
-        declared,
-        live,
+        act=True,
     )
 
 

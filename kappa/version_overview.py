@@ -9,8 +9,7 @@ from typing import Any
 
 from kappa.promotion import comparison_offsets, comparison_path
 from kappa.settings import Settings
-from streaming import offsets as off
-from streaming.alignment import latest_commit_offsets
+from streaming.alignment import latest_commit_offsets, progress
 from streaming.deployment import Deployment
 from streaming.live import Switch, history, live_version
 from streaming.lock import DeploymentLock
@@ -23,7 +22,6 @@ class VersionState:
     version: str
     role: str  # live | candidate | previous
     running: bool
-    position: int  # records of the log the version's table reflects
     behind_live: int | None
     caught_up_pct: float | None
     comparison: dict[str, Any] | None = None  # the last comparison with the live version
@@ -82,22 +80,20 @@ def overview(settings: Settings, pipeline_name: str) -> Overview:
     live_at = (
         latest_commit_offsets(Deployment(pipeline.name, live, home).table_path) if live else None
     )
-    live_total = off.total_lag({}, live_at or {})
     states = []
     for version in deployed_versions(home, pipeline.name):
         deployment = Deployment(pipeline.name, version, home)
-        at = latest_commit_offsets(deployment.table_path) or {}
         role = "live" if version == live else "previous" if version in was_live else "candidate"
-        behind = None if role == "live" or live_at is None else off.total_lag(at, live_at)
-        pct = None
-        if behind is not None:
-            pct = 100.0 if live_total == 0 else round(100.0 * (live_total - behind) / live_total, 1)
+        behind = pct = None
+        if role != "live" and live_at is not None:
+            at = latest_commit_offsets(deployment.table_path) or {}
+            behind, done = progress(at, live_at)
+            pct = round(done, 1)
         states.append(
             VersionState(
                 version=version,
                 role=role,
                 running=DeploymentLock(deployment.lock_path).holder() is not None,
-                position=off.total_lag({}, at),
                 behind_live=behind,
                 caught_up_pct=pct,
                 comparison=_last_comparison(settings, pipeline.name, live, version),

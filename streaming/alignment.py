@@ -39,24 +39,45 @@ class CatchUp:
         return self.behind / rate_per_s if rate_per_s > 0 else None
 
 
-def latest_commit_offsets(table_path: Path) -> off.OffsetMap | None:
-    """The input offsets of a table's latest batch commit (reads only the newest log entries)."""
-    if not DeltaTable.is_deltatable(str(table_path)):
-        return None
-    for entry in DeltaTable(str(table_path)).history(limit=20):
+def progress(
+    position: off.OffsetMap, target: off.OffsetMap, start: off.OffsetMap | None = None
+) -> tuple[int, float]:
+    """Records still between ``position`` and ``target``, and the percent of the way from
+    ``start`` (default: offset 0 everywhere) to ``target`` already done."""
+    behind = off.total_lag(position, target)
+    backlog = off.total_lag(start or {}, target)
+    return behind, 100.0 if backlog == 0 else max(0.0, 100.0 * (backlog - behind) / backlog)
+
+
+def _latest_offsets(table: DeltaTable) -> off.OffsetMap | None:
+    for entry in table.history(limit=20):  # only the newest log entries
         if END_OFFSETS in entry:
             return off.from_spark(json.loads(entry[END_OFFSETS]))
     return None
 
 
+def latest_commit_offsets(table_path: Path) -> off.OffsetMap | None:
+    """The input offsets of a table's latest batch commit (reads only the newest log entries)."""
+    if not DeltaTable.is_deltatable(str(table_path)):
+        return None
+    return _latest_offsets(DeltaTable(str(table_path)))
+
+
 class LiveAlignment:
-    """Keeps a deployment's ``endingOffsetsFile`` at the live version's latest commit."""
+    """Keeps a deployment's ``endingOffsetsFile`` at the live version's latest commit.
+
+    :meth:`refresh` runs several times a second next to the query, so the live table is opened
+    once and then only brought up to date (new log entries), and its history is read again only
+    when it has a new version.
+    """
 
     def __init__(self, deployment: Deployment) -> None:
         self.deployment = deployment
         self.path = deployment.home / "alignment" / f"{deployment.id}.json"
         self.live: str | None = None
         self.live_offsets: off.OffsetMap | None = None
+        self._table: DeltaTable | None = None
+        self._table_version = -1
 
     @property
     def following(self) -> bool:
@@ -64,22 +85,35 @@ class LiveAlignment:
 
     def refresh(self) -> None:
         """Re-read the live pointer and the live table; rewrite or remove the cap file."""
-        self.live = live_version(self.deployment.home, self.deployment.pipeline)
-        if not self.following:
+        live = live_version(self.deployment.home, self.deployment.pipeline)
+        if live != self.live:
+            self.live, self._table, self._table_version = live, None, -1
             self.live_offsets = None
+        if not self.following:
             self.path.unlink(missing_ok=True)
             return
-        live = Deployment(self.deployment.pipeline, str(self.live), self.deployment.home)
-        self.live_offsets = latest_commit_offsets(live.table_path)
-        self._write(self.live_offsets or {})  # no live commit yet: wait for the first one
+        if self._changed() or not self.path.exists():
+            if self._table is not None:
+                self.live_offsets = _latest_offsets(self._table)
+            self._write(self.live_offsets or {})  # no live commit yet: wait for the first one
+
+    def _changed(self) -> bool:
+        """Bring the live table up to date; True when it has a version not read yet."""
+        if self._table is None:
+            path = Deployment(self.deployment.pipeline, str(self.live), self.deployment.home)
+            if not DeltaTable.is_deltatable(str(path.table_path)):
+                return False
+            self._table = DeltaTable(str(path.table_path))
+        else:
+            self._table.update_incremental()
+        version = self._table.version()
+        changed, self._table_version = version != self._table_version, version
+        return changed
 
     def catch_up(self, committed: off.OffsetMap, earliest: off.OffsetMap) -> CatchUp | None:
         if not self.following:
             return None
-        target = self.live_offsets or {}
-        behind = off.total_lag(committed, target)
-        backlog = off.total_lag(earliest, target)
-        done = 100.0 if backlog == 0 else max(0.0, 100.0 * (backlog - behind) / backlog)
+        behind, done = progress(committed, self.live_offsets or {}, earliest)
         return CatchUp(str(self.live), self.live_offsets, behind, round(done, 2))
 
     def _write(self, offsets: off.OffsetMap) -> None:

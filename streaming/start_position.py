@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import TopicPartition
 
 from streaming import offsets as off
 from streaming.errors import StreamingError
@@ -25,14 +25,8 @@ def offsets_at_timestamp(
         raise StreamingError(msg)
     with KafkaLog(dict(client)) as log:
         latest = log.latest(topics)
-    consumer = Consumer(
-        {**client, "group.id": "kappa-offsets-for-times", "enable.auto.commit": False}
-    )
-    try:
         wanted = [TopicPartition(t, p, timestamp_ms) for t, parts in latest.items() for p in parts]
-        found = consumer.offsets_for_times(wanted, timeout=10)
-    finally:
-        consumer.close()
+        found = log.consumer.offsets_for_times(wanted, timeout=10)
     result: off.OffsetMap = {t: {} for t in latest}
     for tp in found:
         end = latest[tp.topic][tp.partition]

@@ -80,11 +80,15 @@ def check_log_has_beginning(client: dict[str, str], topics: tuple[str, ...]) -> 
         raise HistoryGoneError(msg)
 
 
-def retire(deployment: Deployment) -> list[Path]:
-    """Delete a non-live, stopped deployment's table, checkpoint and dead letters."""
+def refuse_if_live(deployment: Deployment) -> None:
     if live_version(deployment.home, deployment.pipeline) == deployment.version:
         msg = f"{deployment.id} is live; promote another version before retiring it"
         raise RetireRefusedError(msg)
+
+
+def retire(deployment: Deployment) -> list[Path]:
+    """Delete a non-live, stopped deployment's table, checkpoint and dead letters."""
+    refuse_if_live(deployment)
     lock = DeploymentLock(deployment.lock_path)
     holder = lock.holder()
     if holder is not None:

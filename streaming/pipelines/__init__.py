@@ -65,4 +65,9 @@ def pipeline_names() -> list[str]:
     return sorted(registry())
 
 
-__all__ = ["ENV", "get_pipeline", "pipeline_names", "registry"]
+def all_topics() -> list[str]:
+    """Every topic some registered pipeline reads."""
+    return sorted({t for p in registry().values() for t in p.topics})
+
+
+__all__ = ["ENV", "all_topics", "get_pipeline", "pipeline_names", "registry"]

@@ -113,6 +113,9 @@ def test_a_non_live_version_follows_the_live_commits(settings):
     assert json.loads(candidate.path.read_text()) == {"customers": {"0": 30, "1": 12}}
     progress = candidate.catch_up({"customers": {0: 15, 1: 12}}, {"customers": {0: 0, 1: 0}})
     assert progress is not None and progress.behind == 15 and progress.done_pct == 64.29
+    _commit(settings, "v1", {0: 40, 1: 12}, batch=1)  # the live version moves on: so does the cap
+    candidate.refresh()
+    assert json.loads(candidate.path.read_text()) == {"customers": {"0": 40, "1": 12}}
     switch(settings.home, "customers", "v2", "promote")
     candidate.refresh()
     assert not candidate.path.exists()  # live: no cap
@@ -165,3 +168,26 @@ def test_pins_live_next_to_the_deployment(settings: Settings) -> None:
     pinned = pinned_pipeline(settings.home, "customers", "v7")
     assert pinned.pipeline.version == "v7"
     assert pinned.pinned_at == Path(settings.home / "code" / "customers__v7.py")
+
+
+def test_a_new_deployment_can_start_at_a_timestamp(settings, broker):
+    from streaming.kafka_log import KafkaLog
+    from streaming.start_position import offsets_at_timestamp
+
+    send(settings, customer_changes(400, seed=5))
+    client = settings.kafka.client_config()
+    with KafkaLog(client) as log:
+        before = log.latest(("customers",))
+    cut_ms = int(time.time() * 1000) + 1  # every record after this was produced later
+    assert wait_until_clock_passes(cut_ms)
+    send(settings, customer_changes(300, seed=6))
+    assert offsets_at_timestamp(client, ("customers",), cut_ms) == before
+    assert offsets_at_timestamp(client, ("customers",), 0) == {
+        "customers": dict.fromkeys(range(4), 0)
+    }
+
+
+def wait_until_clock_passes(ms: int) -> bool:
+    from kappa.processes import wait_until
+
+    return wait_until(lambda: time.time() * 1000 > ms, timeout_s=1.0, interval_s=0.001)
