@@ -29,10 +29,10 @@ pytestmark = pytest.mark.integration
 def test_kills_poison_and_a_read_only_disk_lose_and_duplicate_nothing(tmp_path):
     run = FaultRun(tmp_path, seed=6, rate=100, durable=False, max_batch=2000)
     try:
-        run.start()
-        kills = run.kills(3, targets=("random moment", "Delta commit", "before checkpoint commit"))
+        run.start()  # mounts the home's disk: known from here whether it can turn read-only
         if run.disk.mode == "none":
             pytest.fail("no way to make the home read-only here (needs a tmpfs mount or non-root)")
+        kills = run.kills(3, targets=("random moment", "Delta commit", "before checkpoint commit"))
         run.disk_fault("read-only")
         run.finish()
     finally:
