@@ -166,14 +166,11 @@ def verify(
     keys = Counter(row["customer_id"] for row in rows)
     table = {row["customer_id"]: row for row in rows}
     v = Verdict(records=len(records), expected_rows=len(expected), table_rows=len(rows))
+    wrong = [k for k, row in expected.items() if table.get(k) != row]
     v.duplicated = sum(n - 1 for n in keys.values())
-    v.lost = sum(1 for k, row in expected.items() if table.get(k) != row)
+    v.lost = len(wrong)
     v.extra = len(set(table) - set(expected))
-    v.examples = [
-        f"{k}: table {table.get(k)} != reference {row}"
-        for k, row in expected.items()
-        if table.get(k) != row
-    ][:3]
+    v.examples = [f"{k}: table {table.get(k)} != reference {expected[k]}" for k in wrong[:3]]
     ids = [c.batch_id for c in history]
     v.batches_applied_twice = len(ids) - len(set(ids))
     v.batch_gaps = sum(1 for a, b in itertools.pairwise(ids) if b != a + 1)
