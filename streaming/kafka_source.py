@@ -189,7 +189,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 def _min_offsets(
     latest: off.OffsetMap, target: off.OffsetMap, position: off.OffsetMap
 ) -> off.OffsetMap:
-    """Cap ``latest`` at the availableNow target (never below the current position)."""
+    """Cap ``latest`` at ``target`` (the availableNow target, ``endingOffsets`` or the
+    ``endingOffsetsFile`` cap), never below the current position; a partition ``target`` does not
+    list stays where it is."""
     capped: off.OffsetMap = {}
     for topic, parts in latest.items():
         capped[topic] = {}

@@ -22,7 +22,7 @@ from streaming.alignment import LiveAlignment
 from streaming.batch import BatchWriter
 from streaming.deployment import Deployment
 from streaming.errors import DataLossError, StreamingError
-from streaming.health import HealthThresholds, classify
+from streaming.health import CAUGHT_UP, RUNNING, STOPPED, HealthThresholds, classify
 from streaming.kafka_log import KafkaLog
 from streaming.kafka_source import FORMAT
 from streaming.pipeline import Pipeline
@@ -144,9 +144,7 @@ class PipelineRunner:
                 query.stop()
             raise
         try:
-            final = self._snapshot(
-                query, started, "stopped" if self._stop.is_set() else "caught_up"
-            )
+            final = self._snapshot(query, started, STOPPED if self._stop.is_set() else CAUGHT_UP)
         finally:
             self._log.close()
         self.reporter.finished(final)
@@ -161,7 +159,7 @@ class PipelineRunner:
         query.stop()
 
     def _live_snapshot(self, query: StreamingQuery, started: float) -> Snapshot:
-        snapshot = self._snapshot(query, started, "running")
+        snapshot = self._snapshot(query, started, RUNNING)
         last_progress = snapshot.last_batch_at or started
         state = classify(
             snapshot.total_lag,
