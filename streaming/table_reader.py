@@ -74,13 +74,17 @@ def commits(path: Path | str) -> list[Commit]:
 
 
 def latest_commit(path: Path | str) -> Commit | None:
-    """The table's latest batch commit, or None (no table, or no batch committed yet).
+    """The table's latest batch commit, or None (no table, or no batch committed yet)."""
+    if not DeltaTable.is_deltatable(str(path)):
+        return None
+    return latest_commit_of(DeltaTable(str(path)))
+
+
+def latest_commit_of(table: DeltaTable) -> Commit | None:
+    """The latest batch commit of an open table (for callers that keep the table open).
 
     Reads only the newest log entries: the whole history only when none of those is a batch.
     """
-    if not DeltaTable.is_deltatable(str(path)):
-        return None
-    table = DeltaTable(str(path))
     recent = table.history(limit=RECENT_ENTRIES)
     newest = _newest(recent)
     if newest is None and len(recent) == RECENT_ENTRIES:  # a long run of non-batch entries
