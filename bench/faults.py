@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import platform
 import subprocess
@@ -55,6 +56,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", type=Path, help="working directory (default: a fresh temp dir)")
     parser.add_argument("--out", type=Path, default=RESULTS / "faults.json", help="JSON results")
     args = parser.parse_args(argv)
+    # The producer's librdkafka lines (e.g. "FAIL ... Connection refused" while the broker is
+    # down on purpose) come through logging: named, so they do not read like the harness's verdict.
+    logging.basicConfig(format="[%(name)s] %(levelname)s %(message)s")
 
     work = args.work or Path(tempfile.mkdtemp(prefix="kappa-faults-"))
     durable = args.outage > 0 and weed_binary() is not None
