@@ -29,7 +29,7 @@ from quality.diff_frame import (
     example_keys,
     top_mismatches,
 )
-from quality.errors import QualityError, SpecError
+from quality.errors import QualityError
 from quality.gx_runner import import_in_background, run_checks
 from quality.rules import ComparisonPolicy
 from quality.spark_types import is_numeric
@@ -42,13 +42,6 @@ logger = logging.getLogger(__name__)
 
 def _types(df: DataFrame, ignore: frozenset[str]) -> dict[str, str]:
     return {f.name: f.dataType.simpleString() for f in df.schema.fields if f.name not in ignore}
-
-
-def _numeric(type_string: str) -> bool:
-    try:
-        return is_numeric(type_string)
-    except SpecError:
-        return False
 
 
 def _lap(phase: str, since: float) -> float:
@@ -84,7 +77,7 @@ def _plan(old: DataFrame, new: DataFrame, key: str, policy: ComparisonPolicy) ->
         old_columns=tuple(old_types),
         new_columns=tuple(new_types),
         compared=tuple(c for c in shared if old_types[c] == new_types[c]),
-        numeric=tuple(c for c in shared if _numeric(old_types[c]) and _numeric(new_types[c])),
+        numeric=tuple(c for c in shared if is_numeric(old_types[c]) and is_numeric(new_types[c])),
         dropped_keys=policy.expected_dropped_keys,
         added_keys=policy.expected_added_keys,
     )

@@ -6,10 +6,10 @@ Built by :func:`quality.compare.compare_tables`; rendered by :mod:`quality.repor
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from quality.outcomes import ExpectationOutcome, MetadataValue, outcome_metadata
+from quality.outcomes import ExpectationOutcome, MetadataValue, evidence_metadata, find_outcome
 from quality.rules import ComparisonPolicy
 
 
@@ -72,12 +72,6 @@ class KeyCoverage:
         """new rows / old rows (None when old is empty)."""
         return self.new_rows / self.old_rows if self.old_rows else None
 
-    @property
-    def key_overlap(self) -> float | None:
-        """Keys in both / keys in either (None when both are empty)."""
-        union = self.in_both + self.only_old + self.only_new
-        return self.in_both / union if union else None
-
 
 @dataclass(frozen=True)
 class ColumnMatch:
@@ -114,13 +108,6 @@ class NumericShift:
     new_p90: float | None
     old_p99: float | None
     new_p99: float | None
-
-    @property
-    def mean_change(self) -> float | None:
-        """Relative change of the mean, (new - old) / |old| (None when undefined)."""
-        if self.old_mean in (None, 0.0) or self.new_mean is None:
-            return None
-        return (self.new_mean - self.old_mean) / abs(self.old_mean)
 
 
 @dataclass(frozen=True)
@@ -204,12 +191,9 @@ class ComparisonResult:
         raise KeyError(msg)
 
     def outcome(self, name: str) -> ExpectationOutcome:
-        """The GE evidence of one check by name (e.g. ``"match(email)"``)."""
-        for outcome in self.outcomes:
-            if outcome.name == name:
-                return outcome
-        msg = f"no outcome {name!r}; known: {', '.join(o.name for o in self.outcomes)}"
-        raise KeyError(msg)
+        """The GE evidence of one check by name (e.g. ``"match(email)"``; see
+        :func:`~quality.outcomes.find_outcome`)."""
+        return find_outcome(self.outcomes, name)
 
     def to_metadata(self) -> dict[str, MetadataValue]:
         """Plain numbers and strings for Dagster asset or check metadata."""
@@ -244,11 +228,7 @@ class ComparisonResult:
                     value = getattr(shift, f"{side}_{stat}")
                     metadata[f"{stat}.{shift.column}.{side}"] = "null" if value is None else value
         metadata.update(_policy_metadata(self.policy))
-        metadata.update(outcome_metadata(self.outcomes))
-        if self.docs_page:
-            metadata["data_docs_page"] = self.docs_page
-        if self.docs_index:
-            metadata["data_docs_index"] = self.docs_index
+        metadata.update(evidence_metadata(self.outcomes, self.docs_index, self.docs_page))
         return metadata
 
     def render_text(self) -> str:
@@ -259,8 +239,6 @@ class ComparisonResult:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready data."""
-        from dataclasses import asdict
-
         data = {f.name: getattr(self, f.name) for f in fields(self)}
         for name in ("schema", "coverage"):
             data[name] = asdict(data[name])

@@ -14,7 +14,7 @@ from quality.diff_frame import NEW, OLD, STATUS, DiffPlan
 from quality.errors import SpecError
 from quality.formatting import pct
 from quality.gx_runner import Check
-from quality.outcomes import ExpectationOutcome
+from quality.outcomes import ExpectationOutcome, spark_type_outcome
 from quality.rules import ComparisonPolicy
 from quality.spark_types import gx_type_class
 
@@ -120,16 +120,9 @@ def exact_type_failures(
         old_class, new_class = gx_class(change.old_type), gx_class(change.new_type)
         if change.column != key and old_class and new_class and old_class != new_class:
             continue
+        description = f"{change.column} is still {change.old_type}"
         outcomes.append(
-            ExpectationOutcome(
-                name=f"spark_type({change.column})",
-                expectation_type="spark_type_equals",
-                success=False,
-                column=change.column,
-                source="spark_schema",
-                description=f"{change.column} is still {change.old_type}",
-                observed_value=change.new_type,
-            )
+            spark_type_outcome(change.column, change.old_type, change.new_type, description)
         )
     return tuple(outcomes)
 

@@ -109,8 +109,39 @@ class ExpectationOutcome:
         return cls(**values)
 
 
-def outcome_metadata(outcomes: tuple[ExpectationOutcome, ...]) -> dict[str, MetadataValue]:
-    """Per-expectation numbers as flat metadata entries (``"<name>.unexpected_count"``)."""
+def spark_type_outcome(
+    column: str, expected: str, observed: str, description: str
+) -> ExpectationOutcome:
+    """The outcome of comparing a column's exact Spark type, a check GE cannot express."""
+    return ExpectationOutcome(
+        name=f"spark_type({column})",
+        expectation_type="spark_type_equals",
+        success=observed == expected,
+        column=column,
+        description=description,
+        observed_value=observed,
+        source="spark_schema",
+    )
+
+
+def find_outcome(outcomes: tuple[ExpectationOutcome, ...], name: str) -> ExpectationOutcome:
+    """The outcome with this :attr:`ExpectationOutcome.name`.
+
+    Raises:
+        KeyError: no expectation of that name ran; the message lists the names.
+    """
+    for outcome in outcomes:
+        if outcome.name == name:
+            return outcome
+    msg = f"no outcome {name!r}; known: {', '.join(o.name for o in outcomes)}"
+    raise KeyError(msg)
+
+
+def evidence_metadata(
+    outcomes: tuple[ExpectationOutcome, ...], docs_index: str | None, docs_page: str | None
+) -> dict[str, MetadataValue]:
+    """Per-expectation numbers as flat metadata entries (``"<name>.unexpected_count"``), then
+    the Data Docs links when they were built."""
     metadata: dict[str, MetadataValue] = {}
     for outcome in outcomes:
         metadata[f"{outcome.name}.success"] = outcome.success
@@ -120,6 +151,10 @@ def outcome_metadata(outcomes: tuple[ExpectationOutcome, ...]) -> dict[str, Meta
             metadata[f"{outcome.name}.unexpected_percent"] = round(outcome.unexpected_percent, 6)
         if isinstance(outcome.observed_value, int | float | str | bool):
             metadata[f"{outcome.name}.observed_value"] = outcome.observed_value
+    if docs_page:
+        metadata["data_docs_page"] = docs_page
+    if docs_index:
+        metadata["data_docs_index"] = docs_index
     return metadata
 
 
@@ -155,16 +190,8 @@ class TableValidation:
         return tuple(o.reason() for o in self.outcomes if not o.success)
 
     def outcome(self, name: str) -> ExpectationOutcome:
-        """The outcome with this :attr:`ExpectationOutcome.name`.
-
-        Raises:
-            KeyError: no expectation of that name ran; the message lists the names.
-        """
-        for outcome in self.outcomes:
-            if outcome.name == name:
-                return outcome
-        msg = f"no outcome {name!r}; known: {', '.join(o.name for o in self.outcomes)}"
-        raise KeyError(msg)
+        """The outcome with this name (see :func:`find_outcome`)."""
+        return find_outcome(self.outcomes, name)
 
     def to_metadata(self) -> dict[str, MetadataValue]:
         """Plain numbers and strings for Dagster asset or check metadata."""
@@ -178,11 +205,7 @@ class TableValidation:
             "validated_at": self.validated_at,
             "failures": "\n".join(self.failures),
         }
-        metadata.update(outcome_metadata(self.outcomes))
-        if self.docs_page:
-            metadata["data_docs_page"] = self.docs_page
-        if self.docs_index:
-            metadata["data_docs_index"] = self.docs_index
+        metadata.update(evidence_metadata(self.outcomes, self.docs_index, self.docs_page))
         return metadata
 
     def to_dict(self) -> dict[str, Any]:

@@ -31,9 +31,7 @@ def _verdict(ok: bool) -> str:
 
 
 def _failures(failures: tuple[str, ...]) -> list[str]:
-    if not failures:
-        return []
-    return ["", "Failures:", *(f"  - {f}" for f in failures)]
+    return ["Failures:", *(f"  - {f}" for f in failures)] if failures else []
 
 
 def _docs(index: str | None, page: str | None) -> list[str]:
@@ -65,8 +63,9 @@ def render_validation(result: TableValidation) -> str:
         f"rows {result.row_count}   validated at {result.validated_at}   now_ms {result.now_ms}",
         "",
         table(headers, rows),
-        *_failures(result.failures),
     ]
+    if result.failures:
+        lines += ["", *_failures(result.failures)]
     return "\n".join(lines + _docs(result.docs_index, result.docs_page))
 
 
@@ -170,11 +169,10 @@ def render_comparison(result: ComparisonResult) -> str:
         _columns(result),
         _distributions(result),
         _mismatches(result),
+        _failures(result.failures),
     ):
         if section:
             lines += [*section, ""]
-    if result.failures:
-        lines += ["Failures:", *(f"  - {f}" for f in result.failures), ""]
     lines += _docs(result.docs_index, result.docs_page)
     return "\n".join(lines).rstrip() + "\n"
 
@@ -187,7 +185,7 @@ def render(result: Result) -> str:
 
 
 def _kind(result: Result) -> str:
-    return "comparison" if isinstance(result, ComparisonResult) else "table_validation"
+    return next(kind for kind, cls in _KINDS.items() if isinstance(result, cls))
 
 
 def save_result(path: str | Path, result: Result) -> Path:

@@ -97,6 +97,12 @@ def is_parametrised(type_string: str) -> bool:
 
 
 def is_numeric(type_string: str) -> bool:
-    """Whether the type takes a mean and percentiles (integral, floating or decimal)."""
-    canonical = normalize_type(type_string)
+    """Whether the type takes a mean and percentiles (integral, floating or decimal).
+
+    False for types this module does not know (a table's schema may hold any Spark type).
+    """
+    try:
+        canonical = normalize_type(type_string)
+    except SpecError:
+        return False
     return canonical in _NUMERIC or canonical.startswith("decimal")

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from quality.caching import cache_uncompressed
 from quality.gx_runner import Check, expectation_suite, run_checks
-from quality.outcomes import ExpectationOutcome, TableValidation
+from quality.outcomes import ExpectationOutcome, TableValidation, spark_type_outcome
 from quality.rules import TableSpec
 from quality.spark_types import gx_type_class, is_parametrised
 
@@ -94,15 +94,7 @@ def exact_type_outcomes(df: DataFrame, spec: TableSpec) -> tuple[ExpectationOutc
         if column not in actual or not is_parametrised(type_):
             continue
         outcomes.append(
-            ExpectationOutcome(
-                name=f"spark_type({column})",
-                expectation_type="spark_type_equals",
-                success=actual[column] == type_,
-                column=column,
-                description=f"{column} is exactly {type_}",
-                observed_value=actual[column],
-                source="spark_schema",
-            )
+            spark_type_outcome(column, type_, actual[column], f"{column} is exactly {type_}")
         )
     return tuple(outcomes)
 
