@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-# ISO 3166-1 alpha-2: the 249 officially assigned country codes.
+# ISO 3166-1 alpha-2: the 249 officially assigned country codes. Checked against Debian
+# iso-codes 4.15 (pycountry's data) and the IANA tz database's iso3166.tab, which a test
+# compares with the installed tzdata package (2026f when checked).
 _ISO_3166_ALPHA2 = """
     AD AE AF AG AI AL AM AO AQ AR AS AT AU AW AX AZ
     BA BB BD BE BF BG BH BI BJ BL BM BN BO BQ BR BS BT BV BW BY BZ

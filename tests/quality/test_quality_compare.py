@@ -10,6 +10,7 @@ from pyspark.sql import functions as F
 from quality_testdata import N_KEYS, key_of
 
 from quality import ComparisonPolicy, compare_tables, load_result, save_result
+from quality.gx_runner import EXAMPLES
 
 pytestmark = pytest.mark.integration
 
@@ -48,6 +49,7 @@ def test_dropping_one_percent_of_keys_fails(customers: DataFrame) -> None:
     kept = result.outcome("old_keys_in_new")
     assert (kept.success, kept.unexpected_count, kept.checked_count) == (False, 100, N_KEYS)
     assert kept.pass_rate == pytest.approx(0.99)
+    assert len(kept.unexpected_keys) == EXAMPLES
     assert set(kept.unexpected_keys) <= {key_of(i) for i in range(3, N_KEYS, 100)}
     assert all(c.match_rate == 1.0 for c in result.columns)
     assert result.failures == (result.failures[0],) and result.failures[0].startswith(
@@ -70,6 +72,7 @@ def test_changing_one_column_for_five_percent_of_keys_fails(
         N_KEYS,
     )
     assert evidence.unexpected_percent == pytest.approx(5.0)
+    assert len(evidence.unexpected_keys) == EXAMPLES
     assert set(evidence.unexpected_keys) <= {key_of(i) for i in range(0, N_KEYS, 20)}
     assert [c.column for c in result.columns if c.match_rate < 1] == ["email"]
     assert result.failures == (
@@ -125,6 +128,7 @@ def test_duplicated_keys_fail(customers: DataFrame) -> None:
     assert cov.old_duplicate_keys == 0 and cov.in_both == N_KEYS
     unique = result.outcome("unique_new")
     assert (unique.success, unique.unexpected_count) == (False, 20)
+    assert len(unique.unexpected_keys) == EXAMPLES
     assert set(unique.unexpected_keys) <= {key_of(i) for i in range(0, N_KEYS, 500)}
     assert result.outcome("unique_old").success
     assert result.failures[0].startswith(

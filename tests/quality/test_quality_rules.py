@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from importlib import resources
 
 import pytest
 
@@ -74,6 +75,15 @@ def test_rules_map_to_great_expectations_expectations() -> None:
         {"column": "amount", "min_value": 0},
     )
     assert len(ISO_3166_ALPHA2) == 249 and "DE" in ISO_3166_ALPHA2 and "XX" not in ISO_3166_ALPHA2
+
+
+def test_country_codes_are_those_of_the_tz_database() -> None:
+    """The IANA tz database's iso3166.tab (the ``tzdata`` package, a pandas dependency) lists the
+    assigned ISO 3166-1 alpha-2 codes; the hand-typed set must be exactly those."""
+    tzdata = pytest.importorskip("tzdata")
+    text = (resources.files(tzdata) / "zoneinfo" / "iso3166.tab").read_text(encoding="utf-8")
+    codes = {line.split("\t", 1)[0] for line in text.splitlines() if line[:1].isalpha()}
+    assert frozenset(codes) == ISO_3166_ALPHA2
 
 
 @pytest.mark.parametrize(

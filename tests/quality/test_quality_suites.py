@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from quality_testdata import CUSTOMERS, N_KEYS, NOW_MS, key_of
+from quality_testdata import N_KEYS, NOW_MS, key_of
 
 from quality import (
-    SumNonNegative,
+    NotInFuture,
     TableSpec,
     build_data_docs,
     build_suite,
@@ -19,6 +19,8 @@ from quality import (
     save_result,
     validate_table,
 )
+from streaming.pipelines.customer_spend import QUALITY as CUSTOMER_SPEND
+from streaming.pipelines.customers import QUALITY as CUSTOMERS
 
 pytestmark = pytest.mark.integration
 
@@ -84,26 +86,21 @@ def test_clean_table_passes_and_builds_data_docs(customers: DataFrame, tmp_path:
     assert "in_set(country)" in text
 
 
+def not_in_future(spec: TableSpec) -> NotInFuture:
+    (rule,) = (r for r in spec.rules if isinstance(r, NotInFuture))
+    return rule
+
+
 def test_time_rule_and_exact_decimal_type(spark: SparkSession) -> None:
-    spec = TableSpec(
-        name="customer_spend",
-        key="customer_id",
-        schema={
-            "customer_id": "string",
-            "txn_count": "bigint",
-            "total_amount": "decimal(18,2)",
-            "last_txn_ts": "bigint",
-        },
-        rules=(SumNonNegative("total_amount"),),
-    )
+    late_row, too_late = 999, NOW_MS + not_in_future(CUSTOMER_SPEND).tolerance_ms + 1
     df = spark.range(1_000).selectExpr(
         "format_string('c%05d', id) AS customer_id",
         "id + 1 AS txn_count",
         "cast(id - 100 AS decimal(10,2)) AS total_amount",
-        "1700000000000 + id AS last_txn_ts",
+        f"if(id = {late_row}, {too_late}, 1700000000000 + id) AS last_txn_ts",
     )
 
-    result = validate_table(df, spec, now_ms=NOW_MS)
+    result = validate_table(df, CUSTOMER_SPEND, now_ms=NOW_MS)
 
     assert not result.success
     exact = result.outcome("spark_type(total_amount)")
@@ -115,6 +112,14 @@ def test_time_rule_and_exact_decimal_type(spark: SparkSession) -> None:
     assert result.outcome("type(total_amount)").success  # GE sees a DecimalType: right class
     total = result.outcome("sum_non_negative(total_amount)")
     assert total.success and total.observed_value == pytest.approx(sum(range(1_000)) - 100_000)
+    late = result.outcome("not_in_future(last_txn_ts)")
+    assert (late.success, late.unexpected_count, late.unexpected_keys) == (
+        False,
+        1,
+        (key_of(late_row),),
+    )
+    failed = {o.name for o in result.outcomes if not o.success}
+    assert failed == {"spark_type(total_amount)", "not_in_future(last_txn_ts)"}
 
 
 def test_build_suite_gives_ge_the_spec() -> None:
@@ -128,5 +133,5 @@ def test_build_suite_gives_ge_the_spec() -> None:
         "expect_column_values_to_be_unique",
         "expect_table_columns_to_match_set",
     ]
-    future = suite.expectations[-1]
-    assert (future.column, future.max_value) == ("updated_at", NOW_MS + 60_000)
+    future, rule = suite.expectations[-1], not_in_future(CUSTOMERS)
+    assert (future.column, future.max_value) == ("updated_at", NOW_MS + rule.tolerance_ms)
