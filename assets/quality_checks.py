@@ -35,7 +35,7 @@ def quality_check(key: AssetKey, pipeline: Pipeline) -> AssetChecksDefinition:
     )
     def _suite(context: AssetCheckExecutionContext, kappa: KappaSettings) -> AssetCheckResult:
         deployment, result = run_table_suite(kappa.load(), pipeline)
-        metadata = dict(result.to_metadata())
+        metadata = result.to_metadata()
         metadata["deployment"] = deployment.id
         if result.docs_page:
             metadata["data_docs"] = MetadataValue.url(Path(result.docs_page).as_uri())

@@ -1,7 +1,7 @@
 """Benchmark the old-vs-new comparison on two 1,000,000-row versions of a customers table.
 
 Both versions are written as Delta tables (delta-rs) into a temporary directory and read back
-the way the platform reads snapshots (``spark.read.parquet(*DeltaTable(p).file_uris())``). The
+the way the platform reads snapshots (``streaming.table_reader.read_spark``). The
 candidate changes the email of 0.05% of the customers, drops 0.01% and adds 50; the
 comparison runs under the default policy. The baseline in the same run is a plain ``count()``
 of both sides.
@@ -17,14 +17,11 @@ from __future__ import annotations
 import argparse
 import logging
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import pyarrow as pa
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from quality import ComparisonPolicy, compare_tables
 
@@ -78,9 +75,8 @@ def main(argv: list[str] | None = None) -> int:
         logging.basicConfig(format="  %(message)s")
         logging.getLogger("quality.compare").setLevel(logging.DEBUG)
 
-    from deltalake import DeltaTable
-
     from streaming.spark_session import build_spark_session
+    from streaming.table_reader import read_spark
 
     root = Path(tempfile.mkdtemp(prefix="kappa-compare-bench-"))
     try:
@@ -90,16 +86,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote 2 Delta tables of ~{args.rows:,} rows in {elapsed:.1f} s")
         spark = build_spark_session(args.master, {"spark.ui.showConsoleProgress": "false"})
 
-        def snapshot(path: str):
-            return spark.read.parquet(*DeltaTable(path).file_uris())
-
         started = time.perf_counter()
-        counts = (snapshot(old_path).count(), snapshot(new_path).count())
+        counts = (read_spark(spark, old_path).count(), read_spark(spark, new_path).count())
         baseline = time.perf_counter() - started
         print(f"baseline: count() of both sides = {counts} in {baseline:.2f} s")
         started = time.perf_counter()
         for path in (old_path, new_path):  # every column read once, nothing computed
-            snapshot(path).write.format("noop").mode("overwrite").save()
+            read_spark(spark, path).write.format("noop").mode("overwrite").save()
         full_scan = time.perf_counter() - started
         print(f"context:  full scan of both sides (noop write) in {full_scan:.2f} s")
 
@@ -107,8 +100,8 @@ def main(argv: list[str] | None = None) -> int:
         for _ in range(args.repeat):
             started = time.perf_counter()
             result = compare_tables(
-                snapshot(old_path),
-                snapshot(new_path),
+                read_spark(spark, old_path),
+                read_spark(spark, new_path),
                 "customer_id",
                 ComparisonPolicy(),
                 table="customers",
