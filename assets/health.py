@@ -78,8 +78,7 @@ def _latest_health(context: AssetCheckExecutionContext, key: AssetKey) -> Mappin
 _ON_DEMAND: tuple[tuple[str, str, Callable[[str], bool]], ...] = (
     (
         LAG_CHECK,
-        "The deployment is not lagging behind the log (lag above the threshold and not "
-        "shrinking).",
+        "The deployment is not lagging behind the log (lag above the threshold and not shrinking).",
         lag_ok,
     ),
     (

@@ -35,6 +35,7 @@ from kappa.processes import kill_all
 from kappa.settings import REPO_ROOT, Settings
 from streaming.cli import EXIT_BUSY, EXIT_DATA_LOSS
 from streaming.deployment import Deployment
+from streaming.health import FAILED, STOPPED
 from streaming.lock import DeploymentLock
 from streaming.pipeline import Pipeline
 from streaming.pipes_reporter import snapshot_metadata
@@ -95,7 +96,7 @@ def run_deployment(
         except DagsterExecutionInterruptedError:
             context.log.info(f"{deployment.id}: run terminated, stopping at a batch boundary")
             stop_process_tree(proc)
-            relay.report_runless(deployment, "stopped")
+            relay.report_runless(deployment, STOPPED)
             raise
         finally:
             if proc.poll() is None:
@@ -134,14 +135,14 @@ def _raise_for_exit(code: int, deployment: Deployment, log_file: Path, relay: _R
         return
     tail = _tail(log_file)
     if code == EXIT_DATA_LOSS:
-        relay.report_runless(deployment, "failed")
+        relay.report_runless(deployment, FAILED)
         raise Failure(
             description=f"{deployment.id} stopped on DATA LOSS; not retrying. {tail[-1:]}",
             metadata={"log_tail": "\n".join(tail), "exit_code": code},
             allow_retries=False,
         )
     cause = f"killed by signal {-code}" if code < 0 else f"exited with code {code}"
-    relay.report_runless(deployment, "failed")
+    relay.report_runless(deployment, FAILED)
     raise Failure(
         description=f"{deployment.id}: streaming process {cause}; it resumes from its "
         "checkpoint on retry",

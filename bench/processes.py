@@ -24,7 +24,7 @@ from typing import Any, Self
 import psutil
 from deltalake import DeltaTable
 
-from kappa.processes import ManagedProcess, _running
+from kappa.processes import ManagedProcess, is_running
 from kappa.settings import REPO_ROOT
 from streaming import offsets as off
 from streaming.compacted_table import END_OFFSETS
@@ -130,7 +130,7 @@ class StreamingJob:
             os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait(timeout=30)
         _, alive = psutil.wait_procs(tree, timeout=10)
-        return len([p for p in alive if _running(p)])
+        return len([p for p in alive if is_running(p)])
 
     def stop(self, timeout_s: float = 60.0) -> int | None:
         """A graceful stop; SIGKILL if it does not end within ``timeout_s``. The exit code."""

@@ -85,7 +85,7 @@ def _signal_group(pid: int, sig: int) -> None:
 
 def kill_all(processes: Sequence[psutil.Process], timeout_s: float = 5.0) -> None:
     """SIGTERM the processes still alive, then SIGKILL those that did not exit in time."""
-    alive = [p for p in processes if _running(p)]
+    alive = [p for p in processes if is_running(p)]
     for proc in alive:
         with contextlib.suppress(psutil.NoSuchProcess):
             proc.terminate()
@@ -96,7 +96,8 @@ def kill_all(processes: Sequence[psutil.Process], timeout_s: float = 5.0) -> Non
     psutil.wait_procs(still, timeout=timeout_s)
 
 
-def _running(proc: psutil.Process) -> bool:
+def is_running(proc: psutil.Process) -> bool:
+    """Alive and not a zombie."""
     try:
         return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
@@ -104,7 +105,7 @@ def _running(proc: psutil.Process) -> bool:
 
 
 def wait_until(predicate: Callable[[], object], timeout_s: float, interval_s: float = 0.2) -> bool:
-    """Poll ``predicate`` until it is true or ``timeout_s`` passes; returns its last value."""
+    """Poll ``predicate`` until it is true or ``timeout_s`` passes; True if it became true."""
     deadline = time.monotonic() + timeout_s
     while True:
         if predicate():

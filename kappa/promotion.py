@@ -11,10 +11,10 @@ from kappa.errors import KappaError
 from kappa.processes import wait_until
 from kappa.settings import Settings
 from streaming import offsets as off
-from streaming.alignment import latest_commit_offsets
 from streaming.deployment import Deployment
 from streaming.live import Switch, history, live_version, switch
 from streaming.pipelines import get_pipeline
+from streaming.table_reader import last_end_offsets
 from streaming.versions import comparable_pair
 
 
@@ -56,21 +56,21 @@ def wait_until_caught_up(
     version's latest commit now. Raises PromotionBlockedError when the deadline passes first."""
     old = Deployment(pipeline_name, live, settings.home)
     new = Deployment(pipeline_name, candidate, settings.home)
-    target = latest_commit_offsets(old.table_path)
+    target = last_end_offsets(old.table_path)
     if target is None:
         msg = f"{old.id} has committed nothing yet; nothing to compare with"
         raise PromotionBlockedError(msg)
 
     def reached() -> bool:
         # Cheap check first (the newest log entries); both histories only once it is there.
-        at = latest_commit_offsets(new.table_path)
+        at = last_end_offsets(new.table_path)
         if at is None or off.total_lag(at, target) > 0:
             return False
         pair = comparable_pair(old, new)
         return pair is not None and off.total_lag(pair.offsets, target) == 0
 
     if not wait_until(reached, wait_s, interval_s=0.5):
-        done = latest_commit_offsets(new.table_path) or {}
+        done = last_end_offsets(new.table_path) or {}
         msg = (
             f"{new.id} has not caught up with {old.id} after {wait_s:.0f} s: "
             f"{off.total_lag(done, target)} records behind the live position; is it running?"

@@ -13,11 +13,12 @@ from typing import Literal
 
 from kappa.promotion import comparison_path
 from kappa.settings import Settings
-from streaming.alignment import latest_commit_offsets, progress
+from streaming.alignment import progress
 from streaming.deployment import Deployment
 from streaming.live import live_version
 from streaming.lock import DeploymentLock
 from streaming.pipeline import Pipeline
+from streaming.table_reader import last_end_offsets
 from streaming.versions import HistoryGoneError, check_log_has_beginning
 
 # A candidate at most this many records behind the live position (or 99% there) is compared;
@@ -83,8 +84,8 @@ def comparison_to_run(settings: Settings, pipeline: Pipeline, runs: RunState) ->
     if live is None or declared == live:
         return _decision(pipeline, "no candidate (the declared version is live)")
     candidate = Deployment(name, declared, settings.home)
-    live_at = latest_commit_offsets(Deployment(name, live, settings.home).table_path)
-    at = latest_commit_offsets(candidate.table_path)
+    live_at = last_end_offsets(Deployment(name, live, settings.home).table_path)
+    at = last_end_offsets(candidate.table_path)
     if live_at is None or at is None:
         return _decision(pipeline, f"candidate {declared} or live {live} has not committed yet")
     behind, pct = progress(at, live_at)

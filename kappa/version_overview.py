@@ -9,11 +9,12 @@ from typing import Any
 
 from kappa.promotion import comparison_offsets, comparison_path
 from kappa.settings import Settings
-from streaming.alignment import latest_commit_offsets, progress
+from streaming.alignment import progress
 from streaming.deployment import Deployment
 from streaming.live import Switch, history, live_version
 from streaming.lock import DeploymentLock
 from streaming.pipelines import get_pipeline
+from streaming.table_reader import last_end_offsets
 from streaming.versions import deployed_versions
 
 
@@ -77,16 +78,14 @@ def overview(settings: Settings, pipeline_name: str) -> Overview:
     live = live_version(home, pipeline.name)
     switches = tuple(history(home, pipeline.name))
     was_live = {s.to_version for s in switches}
-    live_at = (
-        latest_commit_offsets(Deployment(pipeline.name, live, home).table_path) if live else None
-    )
+    live_at = last_end_offsets(Deployment(pipeline.name, live, home).table_path) if live else None
     states = []
     for version in deployed_versions(home, pipeline.name):
         deployment = Deployment(pipeline.name, version, home)
         role = "live" if version == live else "previous" if version in was_live else "candidate"
         behind = pct = None
         if role != "live" and live_at is not None:
-            at = latest_commit_offsets(deployment.table_path) or {}
+            at = last_end_offsets(deployment.table_path) or {}
             behind, done = progress(at, live_at)
             pct = round(done, 1)
         states.append(

@@ -13,17 +13,15 @@ the live position it has processed, and when it will catch up at its current rat
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
-from pathlib import Path
 
 from deltalake import DeltaTable
 
 from streaming import offsets as off
-from streaming.compacted_table import END_OFFSETS
 from streaming.deployment import Deployment
 from streaming.live import live_version
+from streaming.table_reader import latest_commit_of
 
 
 @dataclass(frozen=True)
@@ -47,20 +45,6 @@ def progress(
     behind = off.total_lag(position, target)
     backlog = off.total_lag(start or {}, target)
     return behind, 100.0 if backlog == 0 else max(0.0, 100.0 * (backlog - behind) / backlog)
-
-
-def _latest_offsets(table: DeltaTable) -> off.OffsetMap | None:
-    for entry in table.history(limit=20):  # only the newest log entries
-        if END_OFFSETS in entry:
-            return off.from_spark(json.loads(entry[END_OFFSETS]))
-    return None
-
-
-def latest_commit_offsets(table_path: Path) -> off.OffsetMap | None:
-    """The input offsets of a table's latest batch commit (reads only the newest log entries)."""
-    if not DeltaTable.is_deltatable(str(table_path)):
-        return None
-    return _latest_offsets(DeltaTable(str(table_path)))
 
 
 class LiveAlignment:
@@ -94,7 +78,8 @@ class LiveAlignment:
             return
         if self._changed() or not self.path.exists():
             if self._table is not None:
-                self.live_offsets = _latest_offsets(self._table)
+                commit = latest_commit_of(self._table)
+                self.live_offsets = commit.end_offsets if commit else None
             self._write(self.live_offsets or {})  # no live commit yet: wait for the first one
 
     def _changed(self) -> bool:

@@ -42,14 +42,6 @@ def deployed_versions(home: Path, pipeline: str) -> list[str]:
     return sorted(p.name[len(prefix) :] for p in tables.iterdir() if p.name.startswith(prefix))
 
 
-def last_offsets(deployment: Deployment) -> off.OffsetMap | None:
-    try:
-        found = commits(deployment.table_path)
-    except FileNotFoundError:
-        return None
-    return found[-1].end_offsets if found else None
-
-
 def comparable_pair(live: Deployment, candidate: Deployment) -> ComparablePair | None:
     """The latest input position both tables have a commit for, with each commit's version."""
     live_commits = {off.dumps(c.end_offsets): c for c in commits(live.table_path)}

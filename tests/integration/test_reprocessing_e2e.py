@@ -22,10 +22,9 @@ from dagster import AssetCheckKey, AssetKey, DagsterInstance
 from kappa.processes import wait_until
 from kappa.promotion import comparison_offsets
 from streaming import offsets as off
-from streaming.alignment import latest_commit_offsets
 from streaming.deployment import Deployment
 from streaming.live import history, live_table_path, live_version
-from streaming.table_reader import commits, read_arrow
+from streaming.table_reader import commits, last_end_offsets, read_arrow
 from tests.integration.dagster_platform import Platform, running_platform
 from tests.producing import customer_changes, send
 from tests.reference import Record, customers_state, replay, table_state
@@ -153,7 +152,7 @@ def test_sensor_driven_reprocess_promote_rollback_retire(platform: Platform, cod
         assert wait_until(
             lambda: (
                 live_version(home, "customers") == "v1"
-                and latest_commit_offsets(_deployment(platform, "v1").table_path) is not None
+                and last_end_offsets(_deployment(platform, "v1").table_path) is not None
             ),
             timeout_s=180,
         ), "v1 did not start"
@@ -227,7 +226,7 @@ def test_sensor_driven_reprocess_promote_rollback_retire(platform: Platform, cod
     for r in records:
         ends["customers"][r.partition] = max(ends["customers"].get(r.partition, 0), r.offset + 1)
     assert wait_until(
-        lambda: latest_commit_offsets(_deployment(platform, "v2").table_path) == ends,
+        lambda: last_end_offsets(_deployment(platform, "v2").table_path) == ends,
         timeout_s=120,
     )
     assert _live_reader_state(platform) == ("customers__v2", customers_state(records))

@@ -87,8 +87,8 @@ def test_side_by_side_reprocess_promote_rollback_retire(spark, settings, broker,
     from streaming import offsets as off
     from streaming.live import history, live_version
     from streaming.pipelines import registry
-    from streaming.table_reader import read_arrow
-    from streaming.versions import RetireRefusedError, last_offsets, retire
+    from streaming.table_reader import last_end_offsets, read_arrow
+    from streaming.versions import RetireRefusedError, retire
     from tests.integration.helpers import table_rows
     from tests.reference import customers_state, replay, table_state
 
@@ -102,7 +102,7 @@ def test_side_by_side_reprocess_promote_rollback_retire(spark, settings, broker,
     v2 = dataclasses.replace(v1, version="v2", transform=_v2_transform)
     send(settings, customer_changes(700, seed=43))
     _run_version(spark, settings, v1)
-    live_at = last_offsets(Deployment("customers", "v1", settings.home))
+    live_at = last_end_offsets(Deployment("customers", "v1", settings.home).table_path)
     assert live_at is not None
     _run_version(
         spark, settings, v2, ending_offsets=off.dumps(live_at), max_offsets_per_trigger=600
@@ -142,7 +142,7 @@ def test_side_by_side_reprocess_promote_rollback_retire(spark, settings, broker,
 
     # a buggy v3 is compared at v2's offsets and cannot be promoted
     v3 = dataclasses.replace(v1, version="v3", transform=_buggy_transform)
-    at = last_offsets(Deployment("customers", "v2", settings.home))
+    at = last_end_offsets(Deployment("customers", "v2", settings.home).table_path)
     _run_version(spark, settings, v3, ending_offsets=off.dumps(at))
     monkeypatch.setitem(registry(), "customers", v3)
     with pytest.raises(PromotionBlockedError, match="email"):
