@@ -10,7 +10,6 @@ candidate sensor runs reports them too, so the checks tab shows why a promotion 
 # No `from __future__ import annotations`: Dagster inspects the check function's annotations.
 
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
 from dagster import (
@@ -28,6 +27,7 @@ from dagster import (
 )
 from pydantic import Field
 
+from assets.quality_checks import docs_link
 from assets.resources import KappaSettings
 from kappa.settings import Settings
 from streaming.pipeline import Pipeline
@@ -72,7 +72,7 @@ def _group_metadata(
     if at:
         metadata["at_offsets"] = MetadataValue.json(at.get("offsets", {}))
     if result.docs_page:
-        metadata["data_docs"] = MetadataValue.url(Path(result.docs_page).as_uri())
+        metadata["data_docs"] = docs_link(result.docs_page)
     return metadata
 
 

@@ -26,6 +26,11 @@ from streaming.pipeline import Pipeline
 QUALITY_CHECK = "quality_suite"
 
 
+def docs_link(page: str) -> MetadataValue:
+    """A Data Docs page as a clickable link in the Dagster UI."""
+    return MetadataValue.url(Path(page).as_uri())
+
+
 def quality_check(key: AssetKey, pipeline: Pipeline) -> AssetChecksDefinition:
     @asset_check(
         asset=key,
@@ -38,7 +43,7 @@ def quality_check(key: AssetKey, pipeline: Pipeline) -> AssetChecksDefinition:
         metadata = result.to_metadata()
         metadata["deployment"] = deployment.id
         if result.docs_page:
-            metadata["data_docs"] = MetadataValue.url(Path(result.docs_page).as_uri())
+            metadata["data_docs"] = docs_link(result.docs_page)
         return AssetCheckResult(
             passed=result.success,
             severity=AssetCheckSeverity.ERROR,

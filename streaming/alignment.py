@@ -13,12 +13,12 @@ the live position it has processed, and when it will catch up at its current rat
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 from deltalake import DeltaTable
 
 from streaming import offsets as off
+from streaming.atomic_file import write_atomically
 from streaming.deployment import Deployment
 from streaming.live import live_version
 from streaming.table_reader import latest_commit_of
@@ -102,7 +102,4 @@ class LiveAlignment:
         return CatchUp(str(self.live), self.live_offsets, behind, round(done, 2))
 
     def _write(self, offsets: off.OffsetMap) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text(off.dumps(offsets))
-        os.replace(tmp, self.path)  # the source never reads a half-written file
+        write_atomically(self.path, off.dumps(offsets))  # the source never reads half a file

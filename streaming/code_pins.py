@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
+from streaming.atomic_file import write_atomically
 from streaming.deployment import Deployment
 from streaming.errors import StreamingError
 from streaming.pipeline import Pipeline
@@ -60,10 +61,7 @@ def pinned_pipeline(home: Path, name: str, version: str | None) -> PinnedPipelin
     source = _module_source(declared)
     if source is None:
         return PinnedPipeline(pipeline, None)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(source)
-    tmp.replace(path)
+    write_atomically(path, source)
     return PinnedPipeline(pipeline, path)
 
 

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from streaming.atomic_file import write_atomically
 from streaming.deployment import Deployment, validate_pipeline_name, validate_version
 
 
@@ -126,7 +127,7 @@ def _record(
 ) -> Switch:
     """Write the pointer, then append the switch to the history (caller holds the lock)."""
     record = Switch(pipeline, current, to_version, reason, comparison=comparison, actor=actor)
-    _atomic_write(
+    write_atomically(
         pointer_path(home, pipeline), json.dumps({"version": to_version, "since": record.at})
     )
     with open(history_path(home, pipeline), "a") as log:
@@ -145,17 +146,3 @@ def claim_first(home: Path, pipeline: str, version: str, reason: str) -> Switch 
         if live_version(home, pipeline) is not None:
             return None
         return _record(home, pipeline, None, validate_version(version), reason, None, "kappa")
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
-    with open(tmp, "w") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
