@@ -18,6 +18,13 @@ kappa extension that stops a stream at exact offsets), ``maxOffsetsPerTrigger``,
 side-by-side version uses to cut its batches where the live version cut its commits),
 ``failOnDataLoss`` (default true), ``includeHeaders`` (default false) and any ``kafka.*`` setting,
 passed to librdkafka without the prefix.
+
+Decoding (a kappa extension): with ``valueSchema`` (a DDL such as ``"id string, ts bigint"``, see
+``streaming.value_schema``), optional ``requiredFields`` (comma-separated) and
+``acceptTombstones`` (default true), the source also decodes each JSON value where it reads it
+(``streaming.value_decoder``) and adds the columns ``_value`` (a struct of the declared fields),
+``_tombstone`` and ``error`` (why the record cannot be used, or null). ``value`` then keeps the raw
+bytes only of records with an error (the ones a dead-letter table needs).
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
@@ -41,6 +49,8 @@ from streaming import offsets as off
 from streaming.errors import SourceOptionError
 from streaming.kafka_log import KafkaLog, topic_partitions_or_error
 from streaming.kafka_reader import read_range
+from streaming.value_decoder import ValueDecoder
+from streaming.value_schema import arrow_struct, spark_ddl
 
 FORMAT = "kappa_kafka"
 BASE_SCHEMA = (
@@ -48,6 +58,7 @@ BASE_SCHEMA = (
     "timestamp timestamp, timestampType int"
 )
 HEADERS_SCHEMA = BASE_SCHEMA + ", headers array<struct<key: string, value: binary>>"
+DECODED_COLUMNS = "_tombstone boolean, error string"
 
 
 @dataclass(frozen=True)
@@ -62,6 +73,7 @@ class SourceOptions:
     include_headers: bool
     ending: off.OffsetMap | None = None
     ending_file: str | None = None
+    decoder: ValueDecoder | None = None
 
     @classmethod
     def parse(cls, options: dict[str, str]) -> SourceOptions:
@@ -89,7 +101,14 @@ class SourceOptions:
             include_headers=_flag(lowered, "includeheaders", False),
             ending=_ending(lowered.get("endingoffsets"), topics),
             ending_file=lowered.get("endingoffsetsfile") or None,
+            decoder=_decoder(lowered),
         )
+
+    def spark_schema(self) -> str:
+        schema = HEADERS_SCHEMA if self.include_headers else BASE_SCHEMA
+        if self.decoder is None:
+            return schema
+        return f"{schema}, _value {spark_ddl(self.decoder.fields)}, {DECODED_COLUMNS}"
 
 
 class KafkaDataSource(DataSource):
@@ -100,7 +119,7 @@ class KafkaDataSource(DataSource):
         return FORMAT
 
     def schema(self) -> str:
-        return HEADERS_SCHEMA if _flag(self.options, "includeHeaders", False) else BASE_SCHEMA
+        return SourceOptions.parse(dict(self.options)).spark_schema()
 
     def streamReader(self, schema: StructType) -> KafkaStreamReader:
         return KafkaStreamReader(SourceOptions.parse(dict(self.options)))
@@ -176,14 +195,49 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     # --- executor side ---------------------------------------------------------------------
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, KafkaRangePartition)
-        yield from read_range(
+        batches = read_range(
             self.options.client, partition.range, include_headers=self.options.include_headers
         )
+        decoder = self.options.decoder
+        if decoder is None:
+            yield from batches
+            return
+        for batch in batches:
+            yield decoded_batch(batch, decoder)
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_log"] = None
         return state
+
+
+def decoded_batch(batch: pa.RecordBatch, decoder: ValueDecoder) -> pa.RecordBatch:
+    """``batch`` with its values decoded: see "Decoding" in the module docstring."""
+    decoded = decoder.decode(batch.column("key"), batch.column("value"))
+    value = batch.column("value")
+    kept = pc.if_else(decoded.error.is_null(), pa.scalar(None, value.type), value)
+    columns = [kept if name == "value" else batch.column(name) for name in batch.schema.names]
+    fields = [
+        pa.field("_value", arrow_struct(decoder.fields)),
+        pa.field("_tombstone", pa.bool_()),
+        pa.field("error", pa.string()),
+    ]
+    return pa.RecordBatch.from_arrays(
+        [*columns, decoded.value, decoded.tombstone, decoded.error],
+        schema=pa.schema([*batch.schema, *fields]),
+    )
+
+
+def _decoder(lowered: dict[str, str]) -> ValueDecoder | None:
+    """The value decoder the options ask for, if any (see "Decoding" in the module docstring)."""
+    schema = lowered.get("valueschema")
+    if schema is None:
+        return None
+    required = tuple(f.strip() for f in lowered.get("requiredfields", "").split(",") if f.strip())
+    try:
+        return ValueDecoder(schema, required, _flag(lowered, "acceptTombstones", True))
+    except ValueError as exc:
+        raise SourceOptionError(f"valueSchema/requiredFields: {exc}") from exc
 
 
 def _min_offsets(

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import pyarrow as pa
 
 from streaming.deployment import validate_pipeline_name, validate_version
+from streaming.value_decoder import ValueDecoder
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -57,7 +58,8 @@ class Pipeline:
         name: the pipeline and table name (lower-case identifier).
         version: the version of the transform's logic; bump it when the output changes.
         topics: the Kafka topics it reads.
-        value_schema: Spark DDL of the JSON value (every field must parse into its type).
+        value_schema: DDL of the JSON value's fields (``streaming.value_schema``); a record whose
+            fields do not have exactly these types is dead-lettered.
         required: value fields that must be present and non-null, else the record is dead-lettered.
         accepts_tombstones: whether a null value is meaningful (a delete) or a bad record.
         transform: decoded records of one micro-batch -> rows for the table (see TableKind).
@@ -94,6 +96,10 @@ class Pipeline:
                 f"pipeline {self.name}: the table schema must start with its key {self.table.key!r}"
             )
             raise ValueError(msg)
+        try:  # the value schema and required fields, checked as the source will decode them
+            ValueDecoder(self.value_schema, self.required, self.accepts_tombstones)
+        except ValueError as exc:
+            raise ValueError(f"pipeline {self.name}: {exc}") from exc
         if self.promotion not in ("manual", "auto"):
             msg = f"pipeline {self.name}: promotion must be 'manual' or 'auto', not "
             msg += repr(self.promotion)

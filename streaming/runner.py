@@ -20,6 +20,7 @@ from pyspark.sql.streaming import StreamingQuery
 from streaming import offsets as off
 from streaming.alignment import LiveAlignment
 from streaming.batch import BatchWriter
+from streaming.decode import source_options
 from streaming.deployment import Deployment
 from streaming.errors import DataLossError, StreamingError
 from streaming.health import CAUGHT_UP, RUNNING, STOPPED, HealthThresholds, classify
@@ -84,6 +85,8 @@ class PipelineRunner:
             .option("startingOffsets", self.options.starting_offsets)
             .option("failOnDataLoss", str(self.options.fail_on_data_loss).lower())
         )
+        for key, value in source_options(self.pipeline).items():
+            reader = reader.option(key, value)
         if self.options.ending_offsets:
             reader = reader.option("endingOffsets", self.options.ending_offsets)
         if self.alignment is not None:
