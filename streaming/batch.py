@@ -12,7 +12,7 @@ from pyspark.sql import DataFrame
 
 from streaming.compacted_table import CompactedTable, change_schema, latest_per_key
 from streaming.dead_letters import DeadLetters
-from streaming.decode import decode
+from streaming.decode import BatchSplitter
 from streaming.deployment import Deployment
 from streaming.pipeline import LatestPerKey, Pipeline
 
@@ -41,6 +41,7 @@ class BatchWriter:
         )
         self.dead_letters = DeadLetters(deployment.dead_letter_path, deployment.app_id)
         self.change_schema = change_schema(pipeline.table_schema, pipeline.table)
+        self.splitter = BatchSplitter(pipeline)
         self.results: list[BatchResult] = []
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
@@ -53,7 +54,7 @@ class BatchWriter:
             return
         # One Spark job (one stage) reads the source once and returns the changes and the counts;
         # a second one collects dead letters, only when there are any.
-        decoded = decode(batch, self.pipeline)
+        decoded = self.splitter.split(batch)
         changes = self.pipeline.transform(decoded.good).toArrow()
         if isinstance(self.pipeline.table, LatestPerKey):
             changes = latest_per_key(changes, self.pipeline.table.key)

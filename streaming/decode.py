@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pyspark.sql import DataFrame, Observation
+from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
 from streaming.pipeline import Pipeline
 from streaming.value_schema import parse_value_schema
+
+DEAD_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "error")
 
 
 def source_options(pipeline: Pipeline) -> dict[str, str]:
@@ -45,30 +47,46 @@ class Decoded:
         return int(metrics["rows"]), int(metrics["dead"])
 
 
-def decode(raw: DataFrame, pipeline: Pipeline) -> Decoded:
-    """Split one micro-batch read with :func:`source_options` into good rows and dead letters.
+class BatchSplitter:
+    """Splits each micro-batch of one pipeline into good rows and dead letters.
 
-    Good rows have the value's fields as columns plus ``_key`` (string), ``_tombstone``,
-    ``_topic``, ``_partition``, ``_offset`` and ``_timestamp``. Dead letters keep the raw record
-    and an ``error`` column.
+    The column expressions are built once, on first use, and reused for every batch: building
+    them is a round trip to the JVM each, about as long as planning the whole batch otherwise.
     """
-    dead = raw.where(F.col("error").isNotNull()).select(
-        "key", "value", "topic", "partition", "offset", "timestamp", "error"
-    )
-    observation = Observation()
-    observed = raw.observe(
-        observation,
-        F.count(F.lit(1)).alias("rows"),
-        F.count(F.col("error")).alias("dead"),
-    )
-    fields = [f.name for f in parse_value_schema(pipeline.value_schema)]
-    good = observed.where(F.col("error").isNull()).select(
-        *[F.col("_value")[name].alias(name) for name in fields],
-        F.col("key").cast("string").alias("_key"),
-        F.col("_tombstone"),
-        F.col("topic").alias("_topic"),
-        F.col("partition").alias("_partition"),
-        F.col("offset").alias("_offset"),
-        F.col("timestamp").alias("_timestamp"),
-    )
-    return Decoded(good, dead, observation)
+
+    def __init__(self, pipeline: Pipeline) -> None:
+        self.fields = [f.name for f in parse_value_schema(pipeline.value_schema)]
+        self._columns: tuple[Column, list[Column], list[Column], list[Column]] | None = None
+
+    def _built(self) -> tuple[Column, list[Column], list[Column], list[Column]]:
+        if self._columns is None:
+            error = F.col("error")
+            metrics = [F.count(F.lit(1)).alias("rows"), F.count(error).alias("dead")]
+            dead = [F.col(c) for c in DEAD_COLUMNS]
+            good = [
+                *[F.col("_value")[name].alias(name) for name in self.fields],
+                F.col("key").cast("string").alias("_key"),
+                F.col("_tombstone"),
+                F.col("topic").alias("_topic"),
+                F.col("partition").alias("_partition"),
+                F.col("offset").alias("_offset"),
+                F.col("timestamp").alias("_timestamp"),
+            ]
+            self._columns = (error, metrics, dead, good)
+        return self._columns
+
+    def split(self, raw: DataFrame) -> Decoded:
+        """Split one micro-batch read with :func:`source_options` into good rows and dead letters.
+
+        Good rows have the value's fields as columns plus ``_key`` (string), ``_tombstone``,
+        ``_topic``, ``_partition``, ``_offset`` and ``_timestamp``. Dead letters keep the raw
+        record and an ``error`` column.
+        """
+        error, metrics, dead, good = self._built()
+        observation = Observation()
+        observed = raw.observe(observation, *metrics)
+        return Decoded(
+            good=observed.where(error.isNull()).select(*good),
+            dead=raw.where(error.isNotNull()).select(*dead),
+            observation=observation,
+        )

@@ -19,9 +19,14 @@ from confluent_kafka import OFFSET_END, Consumer, KafkaError, KafkaException, To
 from streaming.errors import BrokerUnavailableError
 from streaming.offsets import OffsetMap
 
-# librdkafka's default (1000 ms) stalls fetches whenever the local queue fills; 10 ms reads ~2x
-# faster (DESIGN.md).
-FAST_FETCH = {"fetch.queue.backoff.ms": "10"}
+# librdkafka's default fetch.queue.backoff.ms (1000 ms) stalls fetches whenever the local queue
+# fills; 10 ms reads ~2x faster (DESIGN.md). fetch.wait.max.ms: a range reader only fetches where
+# records exist, yet the embedded broker holds a fetch that starts inside its last record batch
+# for the whole wait (librdkafka's default: 500 ms, at the start of every caught-up range); with
+# waits under ~25 ms it never answers such a fetch at all, so 100 ms keeps a margin.
+FAST_FETCH = {"fetch.queue.backoff.ms": "10", "fetch.wait.max.ms": "100"}
+# The end probe only needs a response's high watermark, which even an empty answer carries.
+PROBE_FETCH = {"fetch.wait.max.ms": "10"}
 
 
 CLIENT_LOGGER = logging.getLogger("kappa.kafka")
@@ -51,10 +56,19 @@ def consumer_config(client: Mapping[str, str], **extra: str) -> dict[str, Any]:
 class KafkaLog:
     """Reads partition metadata and true offset bounds. Clients are created on first use."""
 
-    def __init__(self, client: Mapping[str, str], timeout_s: float = 10.0) -> None:
+    def __init__(
+        self, client: Mapping[str, str], timeout_s: float = 10.0, earliest_ttl_s: float = 0.0
+    ) -> None:
+        """``earliest_ttl_s``: how long :meth:`bounds` may reuse the earliest offsets it listed
+        (a source asks every trigger; they only move with retention)."""
         self._client = dict(client)
         self._timeout_s = timeout_s
+        self._earliest_ttl_s = earliest_ttl_s
         self._consumer: Consumer | None = None
+        # The last true end seen per partition: a valid place to probe from next time, which
+        # spares a ListOffsets request per partition (slow on the embedded broker).
+        self._known_ends: dict[tuple[str, int], int] = {}
+        self._earliest: tuple[float, OffsetMap] | None = None
 
     def close(self) -> None:
         if self._consumer is not None:
@@ -70,7 +84,7 @@ class KafkaLog:
     @property
     def consumer(self) -> Consumer:
         if self._consumer is None:
-            self._consumer = Consumer(consumer_config(self._client, **{"fetch.wait.max.ms": "10"}))
+            self._consumer = Consumer(consumer_config(self._client, **PROBE_FETCH))
         return self._consumer
 
     def partitions(self, topics: Iterable[str]) -> dict[str, list[int]]:
@@ -97,9 +111,26 @@ class KafkaLog:
         return self._probe_ends(self._list(topics)[1])
 
     def bounds(self, topics: Iterable[str]) -> tuple[OffsetMap, OffsetMap]:
-        """``(earliest, latest)`` from one metadata request and one listing per partition."""
-        earliest, listed = self._list(topics)
-        return earliest, self._probe_ends(listed)
+        """``(earliest, latest)``: one metadata request, a fetch per partition, and a listing per
+        partition only where no end is known yet or the earliest offsets are older than the
+        TTL. If the log is shorter than a remembered end (the broker lost it), it is listed
+        afresh, so the loss shows in the answer."""
+        topics = list(topics)
+        parts = self.partitions(topics)
+        cached = self._earliest
+        fresh = cached is not None and time.monotonic() - cached[0] < self._earliest_ttl_s
+        known = all((t, p) in self._known_ends for t, ps in parts.items() for p in ps)
+        if not (fresh and known and _same_partitions(cached[1], parts)):
+            earliest, listed = self._list(topics)
+            self._earliest = (time.monotonic(), earliest)
+            return earliest, self._probe_ends(listed)
+        starts = {t: {p: self._known_ends[(t, p)] for p in ps} for t, ps in parts.items()}
+        try:
+            return cached[1], self._probe_ends(starts)
+        except _BeyondEnd:
+            self._known_ends.clear()
+            self._earliest = None
+            return self.bounds(topics)
 
     def _list(self, topics: Iterable[str]) -> tuple[OffsetMap, OffsetMap]:
         """The listed (ListOffsets) earliest and latest offsets of every partition."""
@@ -121,7 +152,8 @@ class KafkaLog:
         return int(low), int(high)
 
     def _probe_ends(self, listed: OffsetMap) -> OffsetMap:
-        """Fetch once at each listed end and read the high watermark the fetch carried."""
+        """Fetch once at each listed end and read the high watermark the fetch carried (from a
+        record, the end-of-partition event, or an empty response above the listed end)."""
         tps = [TopicPartition(t, p, o) for t, parts in listed.items() for p, o in parts.items()]
         if not tps:
             return {t: {} for t in listed}
@@ -135,7 +167,7 @@ class KafkaLog:
                 # Ask for no more than one event per unresolved partition: consume() waits for
                 # the full count or the timeout, and every answer (a record or the end of the
                 # partition) resolves one.
-                for msg in consumer.consume(num_messages=len(pending), timeout=0.2):
+                for msg in consumer.consume(num_messages=len(pending), timeout=0.02):
                     key = (msg.topic(), msg.partition())
                     if key not in pending:
                         continue
@@ -143,6 +175,8 @@ class KafkaLog:
                     if err is not None and err.code() == KafkaError._PARTITION_EOF:
                         ends[key[0]][key[1]] = int(msg.offset())
                         pending.discard(key)
+                    elif err is not None and err.code() in _OUT_OF_RANGE:
+                        raise _BeyondEnd(key)
                     elif err is None:
                         cached = consumer.get_watermark_offsets(TopicPartition(*key), cached=True)
                         ends[key[0]][key[1]] = int(cached[1])
@@ -150,6 +184,15 @@ class KafkaLog:
                         consumer.pause([TopicPartition(*key)])
                     elif err.fatal() or not err.retriable():
                         raise _unavailable(self._client, KafkaException(err))
+                # A fetch at an offset inside the last record batch can come back empty from the
+                # embedded broker, yet its response still carries the high watermark.
+                for topic, partition in list(pending):
+                    tp = TopicPartition(topic, partition)
+                    high = int(consumer.get_watermark_offsets(tp, cached=True)[1])
+                    if high > listed[topic][partition]:
+                        ends[topic][partition] = high
+                        pending.discard((topic, partition))
+                        consumer.pause([tp])
         finally:
             consumer.resume(tps)
             consumer.unassign()
@@ -157,7 +200,21 @@ class KafkaLog:
             missing = ", ".join(f"{t}-{p}" for t, p in sorted(pending))
             msg = f"no fetch response for {missing} within {self._timeout_s:.0f} s"
             raise BrokerUnavailableError(msg)
+        self._known_ends.update(
+            {(t, p): end for t, parts in ends.items() for p, end in parts.items()}
+        )
         return ends
+
+
+class _BeyondEnd(Exception):
+    """A probe started past the end of the log: a remembered end the broker no longer has."""
+
+
+_OUT_OF_RANGE = (KafkaError.OFFSET_OUT_OF_RANGE, KafkaError._AUTO_OFFSET_RESET)
+
+
+def _same_partitions(offsets: OffsetMap, parts: dict[str, list[int]]) -> bool:
+    return {t: sorted(p) for t, p in offsets.items()} == {t: sorted(p) for t, p in parts.items()}
 
 
 def topic_partitions_or_error(log: KafkaLog, topics: list[str]) -> dict[str, list[int]]:

@@ -125,6 +125,11 @@ class KafkaDataSource(DataSource):
         return KafkaStreamReader(SourceOptions.parse(dict(self.options)))
 
 
+# How long a trigger may reuse the earliest offsets listed by an earlier one. They only move with
+# retention, and a read that starts below them fails with a data-loss error anyway.
+EARLIEST_TTL_S = 30.0
+
+
 class KafkaRangePartition(InputPartition):
     def __init__(self, rng: off.PartitionRange) -> None:
         super().__init__(rng)
@@ -143,7 +148,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     # --- driver side -----------------------------------------------------------------------
     def _kafka(self) -> KafkaLog:
         if self._log is None:
-            self._log = KafkaLog(self.options.client)
+            self._log = KafkaLog(self.options.client, earliest_ttl_s=EARLIEST_TTL_S)
         return self._log
 
     def initialOffset(self) -> dict:
