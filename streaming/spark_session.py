@@ -18,6 +18,8 @@ REQUIRED_CONF = {
     "spark.sql.streaming.stopGracefullyOnShutdown": "true",
 }
 
+JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+
 DEFAULT_CONF = {
     "spark.sql.shuffle.partitions": "4",
     "spark.ui.enabled": "false",
@@ -32,17 +34,26 @@ def build_spark_session(
     master: str = "local[*]",
     conf: Mapping[str, str] | None = None,
     app_name: str = "kappa",
+    archive: bool = True,
 ) -> SparkSession:
     """Get or create the process's SparkSession with the platform's settings.
 
     The Python workers use this interpreter unless ``PYSPARK_PYTHON`` says otherwise, so the
     project's packages (and confluent-kafka) are importable in them. On a cluster the same
-    environment must exist on the executors (see the README).
+    environment must exist on the executors (see the README). With ``archive``, a new driver JVM
+    maps the class archive of ``streaming.jvm_archive`` if one was built.
     """
     os.environ.setdefault("PYSPARK_PYTHON", worker_python())
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    settings = {**DEFAULT_CONF, **dict(conf or {}), **REQUIRED_CONF}
+    if archive:
+        from streaming.jvm_archive import java_options
+
+        extra = " ".join(filter(None, [settings.get(JAVA_OPTIONS, ""), java_options()]))
+        if extra:
+            settings[JAVA_OPTIONS] = extra
     builder = SparkSession.builder.master(master).appName(app_name)
-    for key, value in {**DEFAULT_CONF, **dict(conf or {}), **REQUIRED_CONF}.items():
+    for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
