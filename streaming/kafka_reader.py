@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from itertools import groupby
 
 import numpy as np
 import pyarrow as pa
@@ -35,57 +36,86 @@ def arrow_schema(include_headers: bool) -> pa.Schema:
     return pa.schema(fields)
 
 
-def read_range(
+def read_ranges(
     client: Mapping[str, str],
-    rng: PartitionRange,
+    ranges: Sequence[PartitionRange],
     include_headers: bool = False,
     batch_rows: int = BATCH_ROWS,
 ) -> Iterator[pa.RecordBatch]:
-    """Yield the records of ``rng`` (``[start, end)``) in offset order, nothing more or less.
+    """Yield the records of every range (``[start, end)`` of its partition), nothing more or
+    less, through one consumer assigned to all of them, so their first fetches overlap.
+
+    Each record batch holds records of one partition, in offset order.
 
     Raises:
-        DataLossError: the log ends before ``rng.end`` or ``rng.start`` is out of range.
+        DataLossError: a log ends before its range's end or a start is out of range.
         BrokerUnavailableError: no progress for ``STALL_TIMEOUT_S``.
     """
-    if rng.count == 0:
+    todo = [r for r in ranges if r.count > 0]
+    if not todo:
         return
     schema = arrow_schema(include_headers)
     consumer = Consumer(consumer_config(client, **{"fetch.max.bytes": "52428800"}))
     try:
-        consumer.assign([TopicPartition(rng.topic, rng.partition, rng.start)])
-        for messages in _consume(consumer, rng, batch_rows):
+        consumer.assign([TopicPartition(r.topic, r.partition, r.start) for r in todo])
+        for rng, messages in _consume(consumer, todo, batch_rows):
             yield to_record_batch(messages, rng, schema, include_headers)
     finally:
         consumer.close()
 
 
-def _consume(consumer: Consumer, rng: PartitionRange, batch_rows: int) -> Iterator[list[Message]]:
-    """The records of ``rng`` in lists of up to ``batch_rows``, errors handled and removed."""
-    next_offset = rng.start
+def _consume(
+    consumer: Consumer, ranges: list[PartitionRange], batch_rows: int
+) -> Iterator[tuple[PartitionRange, list[Message]]]:
+    """The records of ``ranges`` in lists of up to ``batch_rows`` of one partition each, errors
+    handled and removed; a partition is paused once its range is complete."""
+    by_key = {(r.topic, r.partition): r for r in ranges}
+    next_offset = {key: r.start for key, r in by_key.items()}
+    unfinished = set(by_key)
+    one_topic = len({r.topic for r in ranges}) == 1
     last_progress = time.monotonic()
-    while next_offset < rng.end:
+    while unfinished:
         # Never ask for more than what is left: consume() waits for the full count or the
         # timeout. Not even one more for the end-of-partition event: at the end of the log that
         # event only comes after an empty fetch the broker holds for fetch.wait.max.ms.
-        wanted = min(batch_rows, rng.end - next_offset)
-        messages = consumer.consume(num_messages=wanted, timeout=0.5)
+        left = sum(by_key[k].end - next_offset[k] for k in unfinished)
+        messages = consumer.consume(num_messages=min(batch_rows, left), timeout=0.5)
         if not messages:
             if time.monotonic() - last_progress > STALL_TIMEOUT_S:
-                msg = f"no records from {rng.topic}-{rng.partition} at offset {next_offset}"
-                raise BrokerUnavailableError(msg)
+                at = ", ".join(f"{t}-{p} at offset {next_offset[(t, p)]}" for t, p in unfinished)
+                raise BrokerUnavailableError(f"no records from {at}")
             continue
         last_progress = time.monotonic()
-        records = [m for m in messages if m.error() is None]
-        if len(records) < len(messages):
-            for message in messages:
-                err = message.error()
-                if err is not None:
-                    next_offset = _handle_error(err, message.offset(), rng, next_offset)
-        if records and records[-1].offset() >= rng.end:
-            records = [m for m in records if m.offset() < rng.end]
-        if records:
-            next_offset = max(next_offset, records[-1].offset() + 1)
-            yield records
+        # consume() hands out runs of one partition's records; split them without a lookup per
+        # record when there is a single topic.
+        runs = groupby(messages, key=Message.partition if one_topic else _topic_partition)
+        for run_key, run in runs:
+            key = (ranges[0].topic, run_key) if one_topic else run_key
+            if key not in unfinished:
+                continue  # fetched before its partition was paused
+            rng = by_key[key]
+            run_messages = list(run)
+            records = [m for m in run_messages if m.error() is None]
+            if len(records) < len(run_messages):
+                for message in run_messages:
+                    err = message.error()
+                    if err is not None:
+                        next_offset[key] = _handle_error(
+                            err, message.offset(), rng, next_offset[key]
+                        )
+            if records and records[-1].offset() >= rng.end:
+                records = [m for m in records if m.offset() < rng.end]
+            if records:
+                next_offset[key] = max(next_offset[key], records[-1].offset() + 1)
+                yield rng, records
+        done = [k for k in unfinished if next_offset[k] >= by_key[k].end]
+        if done:
+            consumer.pause([TopicPartition(t, p) for t, p in done])
+            unfinished.difference_update(done)
+
+
+def _topic_partition(message: Message) -> tuple[str, int]:
+    return message.topic(), message.partition()
 
 
 def to_record_batch(

@@ -14,6 +14,9 @@ can switch to ``format("kafka")`` on a cluster that has the connector::
 
 Options: ``subscribe`` (comma-separated topics), ``startingOffsets``, ``endingOffsets`` (JSON; a
 kappa extension that stops a stream at exact offsets), ``maxOffsetsPerTrigger``,
+``maxPartitions`` and ``minPartitionRecords`` (kappa extensions: pack the partition ranges of a
+micro-batch into at most that many Spark tasks, each reading at least that many records where
+possible; by default one task per Kafka partition, as Spark's source does),
 ``endingOffsetsFile`` (a kappa extension: a JSON file of offsets re-read every trigger, which a
 side-by-side version uses to cut its batches where the live version cut its commits),
 ``failOnDataLoss`` (default true), ``includeHeaders`` (default false) and any ``kafka.*`` setting,
@@ -48,7 +51,7 @@ from pyspark.sql.types import StructType
 from streaming import offsets as off
 from streaming.errors import SourceOptionError
 from streaming.kafka_log import KafkaLog, topic_partitions_or_error
-from streaming.kafka_reader import read_range
+from streaming.kafka_reader import read_ranges
 from streaming.value_decoder import ValueDecoder
 from streaming.value_schema import arrow_struct, spark_ddl
 
@@ -72,6 +75,8 @@ class SourceOptions:
     fail_on_data_loss: bool
     include_headers: bool
     ending: off.OffsetMap | None = None
+    max_partitions: int | None = None
+    min_partition_records: int = 0
     ending_file: str | None = None
     decoder: ValueDecoder | None = None
 
@@ -86,17 +91,15 @@ class SourceOptions:
         if "bootstrap.servers" not in client:
             msg = "the Kafka source needs option 'kafka.bootstrap.servers'"
             raise SourceOptionError(msg)
-        limit = lowered.get("maxoffsetspertrigger")
-        if limit is not None and (not limit.isdigit() or int(limit) <= 0):
-            msg = f"maxOffsetsPerTrigger={limit!r} must be a positive integer"
-            raise SourceOptionError(msg)
         return cls(
             topics=topics,
             client=client,
             starting=off.parse_starting_offsets(
                 lowered.get("startingoffsets", "latest"), list(topics)
             ),
-            max_offsets_per_trigger=int(limit) if limit else None,
+            max_offsets_per_trigger=_positive_int(lowered, "maxOffsetsPerTrigger"),
+            max_partitions=_positive_int(lowered, "maxPartitions"),
+            min_partition_records=_positive_int(lowered, "minPartitionRecords") or 0,
             fail_on_data_loss=_flag(lowered, "failondataloss", True),
             include_headers=_flag(lowered, "includeheaders", False),
             ending=_ending(lowered.get("endingoffsets"), topics),
@@ -131,9 +134,11 @@ EARLIEST_TTL_S = 30.0
 
 
 class KafkaRangePartition(InputPartition):
-    def __init__(self, rng: off.PartitionRange) -> None:
-        super().__init__(rng)
-        self.range = rng
+    """The partition ranges one Spark task reads, one after the other."""
+
+    def __init__(self, ranges: tuple[off.PartitionRange, ...]) -> None:
+        super().__init__(ranges)
+        self.ranges = ranges
 
 
 class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -187,7 +192,10 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         ranges = off.plan_ranges(off.from_spark(start), off.from_spark(end))
-        return [KafkaRangePartition(r) for r in ranges]
+        groups = off.pack_ranges(
+            ranges, self.options.max_partitions, self.options.min_partition_records
+        )
+        return [KafkaRangePartition(group) for group in groups]
 
     def commit(self, end: dict) -> None:
         """Spark's checkpoint is the source of truth for positions; nothing to commit."""
@@ -200,8 +208,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     # --- executor side ---------------------------------------------------------------------
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, KafkaRangePartition)
-        batches = read_range(
-            self.options.client, partition.range, include_headers=self.options.include_headers
+        batches = read_ranges(
+            self.options.client, partition.ranges, include_headers=self.options.include_headers
         )
         decoder = self.options.decoder
         if decoder is None:
@@ -280,6 +288,16 @@ def _ending(value: str | None, topics: tuple[str, ...]) -> off.OffsetMap | None:
         msg = f'endingOffsets={value!r} must be JSON offsets like {{"t": {{"0": 42}}}}'
         raise SourceOptionError(msg)
     return parsed
+
+
+def _positive_int(lowered: dict[str, str], name: str) -> int | None:
+    value = lowered.get(name.lower())
+    if value is None or value == "":
+        return None
+    if not value.isdigit() or int(value) <= 0:
+        msg = f"{name}={value!r} must be a positive integer"
+        raise SourceOptionError(msg)
+    return int(value)
 
 
 def _flag(options: Any, name: str, default: bool) -> bool:

@@ -17,6 +17,14 @@ OffsetMap = dict[str, dict[int, int]]
 EARLIEST = -2
 LATEST = -1
 
+# A Spark task costs about 0.1 s to start; below about this many records per task, one task
+# reading more partitions is faster than several in parallel.
+MIN_TASK_RECORDS = 25_000
+# Records per micro-batch unless configured: a backlog (a rebuild, a restart after downtime) is
+# read in batches of this size. Larger batches are no faster per record (measured: 200,000 and
+# 400,000 within 3%) but hold more memory, and a single batch of 1,000,000 was 1.8x slower.
+DEFAULT_BATCH_RECORDS = 250_000
+
 
 @dataclass(frozen=True)
 class PartitionRange:
@@ -184,6 +192,37 @@ def plan_ranges(start: OffsetMap, end: OffsetMap) -> list[PartitionRange]:
             if high > low:
                 ranges.append(PartitionRange(topic, partition, low, high))
     return ranges
+
+
+def pack_ranges(
+    ranges: list[PartitionRange], max_groups: int | None, min_records: int = 0
+) -> list[tuple[PartitionRange, ...]]:
+    """Pack ``ranges`` into at most ``max_groups`` groups (one Spark task each), never splitting
+    a range.
+
+    Fewer, larger tasks cost less than one task per partition when there are more partitions
+    than cores (each task has a fixed start-up cost in Spark and in the Python worker): every
+    group but the smallest reads at least ``min_records`` records where the ranges allow it, so
+    a small batch is one task. Largest range first into the lightest group, so the groups are
+    about equal; within a group the ranges keep topic/partition order. ``max_groups`` None and
+    ``min_records`` 0 give one group per range.
+    """
+    if not ranges:
+        return []
+    total = sum(r.count for r in ranges)
+    groups = len(ranges) if max_groups is None else max(1, min(max_groups, len(ranges)))
+    if min_records > 0:
+        groups = max(1, min(groups, total // min_records))
+    if groups >= len(ranges):
+        return [(r,) for r in ranges]
+    bins: list[list[PartitionRange]] = [[] for _ in range(groups)]
+    sizes = [0] * groups
+    for rng in sorted(ranges, key=lambda r: (-r.count, r.topic, r.partition)):
+        lightest = sizes.index(min(sizes))
+        bins[lightest].append(rng)
+        sizes[lightest] += rng.count
+    ordered = [tuple(sorted(b, key=lambda r: (r.topic, r.partition))) for b in bins]
+    return sorted(ordered, key=lambda g: (g[0].topic, g[0].partition))
 
 
 def total_lag(position: OffsetMap, latest: OffsetMap) -> int:

@@ -35,7 +35,7 @@ from streaming.table_reader import Commit, latest_commit
 class RunOptions:
     until_caught_up: bool = True
     trigger_interval: str = "1 second"
-    max_offsets_per_trigger: int | None = None
+    max_offsets_per_trigger: int | None = off.DEFAULT_BATCH_RECORDS  # None: no cap
     starting_offsets: str = "earliest"
     ending_offsets: str | None = None
     until_live: bool = False
@@ -87,6 +87,9 @@ class PipelineRunner:
         )
         for key, value in source_options(self.pipeline).items():
             reader = reader.option(key, value)
+        # One task per core at most, and small batches in one task (streaming.offsets.pack_ranges).
+        reader = reader.option("maxPartitions", str(self.spark.sparkContext.defaultParallelism))
+        reader = reader.option("minPartitionRecords", str(off.MIN_TASK_RECORDS))
         if self.options.ending_offsets:
             reader = reader.option("endingOffsets", self.options.ending_offsets)
         if self.alignment is not None:

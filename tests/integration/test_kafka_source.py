@@ -8,19 +8,25 @@ import uuid
 import pytest
 
 from kappa.topics import ensure_topics
+from streaming.errors import DataLossError
 from streaming.kafka_log import KafkaLog
+from streaming.kafka_reader import read_ranges
 from streaming.kafka_source import FORMAT
+from streaming.offsets import PartitionRange
 from tests.producing import Out, send
 
 pytestmark = pytest.mark.integration
 
 
-def _collect(spark, settings, checkpoint, **options):  # type: ignore[no-untyped-def]
-    """Run an availableNow query; return (rows, batch sizes)."""
+def _collect(spark, settings, checkpoint, tasks=None, **options):  # type: ignore[no-untyped-def]
+    """Run an availableNow query; return (rows, batch sizes). ``tasks`` collects the number of
+    input partitions (Spark tasks) of each batch."""
     batches: list[int] = []
     rows: list[tuple] = []
 
     def sink(df, batch_id):  # type: ignore[no-untyped-def]
+        if tasks is not None:
+            tasks.append(df.rdd.getNumPartitions())
         got = [(r.topic, r.partition, r.offset, r.key, r.value) for r in df.collect()]
         batches.append(len(got))
         rows.extend(got)
@@ -96,3 +102,53 @@ def test_several_topics_in_one_source(spark, settings, broker, tmp_path):
     )
     counts = {t: sum(1 for r in rows if r[0] == t) for t in (topic_a, topic_b)}
     assert counts == {topic_a: 300, topic_b: 200}
+
+
+def test_small_batches_of_several_topics_are_read_in_one_task(spark, settings, broker, tmp_path):
+    """maxPartitions/minPartitionRecords pack the ranges; one consumer reads them all exactly."""
+    topic_a, topic_b = f"t{uuid.uuid4().hex[:6]}", f"t{uuid.uuid4().hex[:6]}"
+    send(settings, _records(topic_a, 3000) + _records(topic_b, 2000), linger_ms=20)
+    tasks: list[int] = []
+    rows, batches = _collect(
+        spark,
+        settings,
+        tmp_path / "cp",
+        tasks,
+        subscribe=f"{topic_a},{topic_b}",
+        startingOffsets="earliest",
+        maxOffsetsPerTrigger="1200",
+        maxPartitions="2",
+        minPartitionRecords="100000",
+    )
+    assert sorted((t, v) for t, _, _, _, v in rows) == sorted(
+        [(topic_a, f"v{i}".encode()) for i in range(3000)]
+        + [(topic_b, f"v{i}".encode()) for i in range(2000)]
+    )
+    assert len({(t, p, o) for t, p, o, _, _ in rows}) == 5000
+    assert len(batches) >= 5 and max(batches) <= 1200
+    assert set(tasks) == {1}  # 8 partitions, but each batch under minPartitionRecords
+
+
+def test_read_ranges_stops_at_each_end_and_reports_a_short_log(settings, broker):
+    """Ranges end below the log's end (as in a live stream) or beyond it (lost records)."""
+    topic = f"t{uuid.uuid4().hex[:6]}"
+    send(
+        settings,
+        [
+            Out(topic, b"k", f"v{p}-{i}".encode(), partition=p)
+            for p in range(4)
+            for i in range(1000)
+        ],
+    )
+    client = settings.kafka.client_config()
+    ranges = [PartitionRange(topic, p, 100 * p, 100 * p + 250) for p in range(4)]
+    got: dict[int, list[int]] = {}
+    for batch in read_ranges(client, ranges, batch_rows=64):
+        (partition,) = set(batch.column("partition").to_pylist())
+        got.setdefault(partition, []).extend(batch.column("offset").to_pylist())
+    assert got == {p: list(range(100 * p, 100 * p + 250)) for p in range(4)}
+    beyond = [PartitionRange(topic, 0, 990, 1050), PartitionRange(topic, 1, 900, 950)]
+    with pytest.raises(
+        DataLossError, match=f"{topic}-0 ends at offset 1000 but the batch was planned up to 1050"
+    ):
+        list(read_ranges(client, beyond))

@@ -68,3 +68,30 @@ def test_no_data_loss_when_positions_are_inside_the_log():
 
 def test_new_partitions_start_at_their_beginning():
     assert off.add_new_partitions({"t": {0: 5}}, {"t": {0: 0, 1: 2}}) == {"t": {0: 5, 1: 2}}
+
+
+def _ranges(*counts: int) -> list[off.PartitionRange]:
+    return [off.PartitionRange("t", p, 100, 100 + n) for p, n in enumerate(counts)]
+
+
+def test_pack_ranges_defaults_to_one_task_per_range():
+    ranges = _ranges(5, 7, 9)
+    assert off.pack_ranges(ranges, None) == [(r,) for r in ranges]
+
+
+def test_pack_ranges_balances_the_groups_and_never_splits_a_range():
+    ranges = _ranges(100, 1, 100, 1)
+    groups = off.pack_ranges(ranges, max_groups=2)
+    assert sorted(sum(r.count for r in g) for g in groups) == [101, 101]
+    assert sorted((r for g in groups for r in g), key=lambda r: r.partition) == ranges
+    for group in groups:  # topic/partition order inside a group
+        assert list(group) == sorted(group, key=lambda r: r.partition)
+
+
+def test_pack_ranges_puts_a_small_batch_in_one_task():
+    ranges = _ranges(3_000, 2_000, 4_000, 1_000)
+    assert off.pack_ranges(ranges, max_groups=2, min_records=25_000) == [tuple(ranges)]
+    big = _ranges(30_000, 30_000, 30_000, 30_000)
+    assert len(off.pack_ranges(big, max_groups=2, min_records=25_000)) == 2
+    assert len(off.pack_ranges(big, max_groups=8, min_records=25_000)) == 4
+    assert off.pack_ranges([], max_groups=2) == []
