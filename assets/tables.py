@@ -25,6 +25,7 @@ from assets.launcher import run_deployment
 from assets.resources import KappaSettings
 from assets.topics import topic_key
 from streaming.deployment import Deployment, validate_version
+from streaming.offsets import DEFAULT_BATCH_RECORDS
 from streaming.pipeline import Pipeline
 
 # A crashed streaming process is restarted by step retries (same run, resumes from the
@@ -41,7 +42,9 @@ class StreamingRunConfig(Config):
         "until_caught_up: process what is in the log now, then finish.",
     )
     trigger_interval: str = Field(default="1 second", description="micro-batch interval")
-    max_offsets_per_trigger: int | None = Field(default=None, description="records per batch cap")
+    max_offsets_per_trigger: int = Field(
+        default=DEFAULT_BATCH_RECORDS, description="records per micro-batch at most"
+    )
     report_every_s: float = Field(default=5.0, description="seconds between health reports")
     lag_threshold: int = Field(default=10_000, description="lag (records) that counts as lagging")
     stall_after_s: float = Field(default=60.0, description="seconds without progress = stalled")

@@ -22,6 +22,7 @@ from streaming.errors import DataLossError, StreamingError
 from streaming.health import HealthThresholds
 from streaming.live import claim_first
 from streaming.lock import DeploymentBusyError, DeploymentLock
+from streaming.offsets import DEFAULT_BATCH_RECORDS
 from streaming.pipeline import Pipeline
 from streaming.reporting import LogReporter, Reporter, Snapshot
 from streaming.runner import PipelineRunner, RunOptions
@@ -41,7 +42,10 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         help="micro-batch interval in continuous mode (default: 1 second)",
     )
     parser.add_argument(
-        "--max-offsets-per-trigger", type=int, default=None, help="cap on records per micro-batch"
+        "--max-offsets-per-trigger",
+        type=int,
+        default=DEFAULT_BATCH_RECORDS,
+        help=f"cap on records per micro-batch (default {DEFAULT_BATCH_RECORDS:,})",
     )
     parser.add_argument(
         "--starting-offsets",

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
@@ -153,16 +154,17 @@ def change_schema(schema: pa.Schema, kind: TableKind) -> pa.Schema:
 def latest_per_key(changes: pa.Table, key: str) -> pa.Table:
     """KTable reduction of one batch: per key only the row with the highest (partition, offset).
 
-    Done in Arrow on the collected changes rather than as a Spark aggregation: it saves a shuffle
-    stage per micro-batch, and Spark can only aggregate a struct by sorting anyway.
+    Done in Arrow and NumPy on the collected changes rather than as a Spark aggregation: it saves
+    a shuffle stage per micro-batch. Keys are dictionary-encoded and the rows sorted by (key code,
+    partition, offset) as integers, which is several times faster than sorting the key strings.
     """
     if changes.num_rows <= 1:
         return changes
-    order = pc.sort_indices(
-        changes,
-        sort_keys=[(key, "ascending"), ("_partition", "ascending"), ("_offset", "ascending")],
-    )
-    ordered = changes.take(order)
-    keys = ordered[key].combine_chunks()
-    last_of_run = pc.fill_null(pc.not_equal(keys[:-1], keys[1:]), True)
-    return ordered.filter(pa.concat_arrays([last_of_run, pa.array([True])]))
+    encoded = pc.dictionary_encode(changes[key].combine_chunks(), null_encoding="encode")
+    codes = encoded.indices.to_numpy(zero_copy_only=False)
+    partitions = changes["_partition"].to_numpy()
+    offsets = changes["_offset"].to_numpy()
+    order = np.lexsort((offsets, partitions, codes))  # the last key sorts first
+    ordered_codes = codes[order]
+    last_of_key = np.append(ordered_codes[1:] != ordered_codes[:-1], True)
+    return changes.take(pa.array(order[last_of_key]))

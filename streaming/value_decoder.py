@@ -174,6 +174,10 @@ def _is_utf8(data: bytes) -> bool:
 
 
 def _has_line_break(values: pa.Array) -> np.ndarray:
+    """Per value: contains a line break. One scan of the bytes; per value only if there is one."""
+    data = np.frombuffer(_data(values), np.uint8)
+    if not (np.any(data == 0x0A) or np.any(data == 0x0D)):
+        return np.zeros(len(values), bool)
     newline = pc.match_substring(values, "\n")
     carriage = pc.match_substring(values, "\r")
     return pc.or_(newline, carriage).to_numpy(zero_copy_only=False)
