@@ -23,6 +23,7 @@ JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 DEFAULT_CONF = {
     "spark.sql.shuffle.partitions": "4",
     "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
     "spark.driver.bindAddress": "127.0.0.1",
     "spark.driver.host": "127.0.0.1",
     "spark.python.worker.reuse": "true",
