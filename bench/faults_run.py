@@ -209,7 +209,14 @@ class FaultRun:
         while time.monotonic() < deadline:
             now_data, now_logs = checks.watch_files(self.deployment.table_path)
             if target == "Delta commit" and now_data > data and now_logs == logs:
-                return True
+                # The window between the data files and the log entry can be a millisecond:
+                # freeze the process group, then look again. Still no log entry: the kill lands
+                # inside the commit. Otherwise let it go on and wait for the next batch.
+                self.stream.freeze()
+                if checks.watch_files(self.deployment.table_path)[1] == logs:
+                    return True
+                self.stream.thaw()
+                now_data, now_logs = checks.watch_files(self.deployment.table_path)
             if target == "before checkpoint commit" and now_logs > logs:
                 return True
             if now_logs > logs:  # missed this commit's window: wait for the next one

@@ -119,6 +119,17 @@ class StreamingJob:
         with contextlib.suppress(ProcessLookupError):
             os.kill(self.proc.pid, signal.SIGTERM)
 
+    def freeze(self) -> None:
+        """SIGSTOP the whole process group: every thread stops where it is, at once."""
+        assert self.proc is not None
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        assert self.proc is not None
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGCONT)
+
     def kill(self) -> int:
         """SIGKILL the whole process group; returns how many processes of the tree survived."""
         assert self.proc is not None

@@ -22,44 +22,66 @@ from tests.integration.dagster_platform import _ready
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
-def test_ctrl_c_stops_runs_then_every_process(settings):
+def test_ctrl_c_stops_runs_then_every_process(settings, tmp_path):
     env = {**os.environ, **settings.to_env()}
-    up = subprocess.Popen(
-        [sys.executable, "-m", "kappa.cli", "up", "--rate", "100"],
-        env=env,
-        cwd=REPO_ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    out_file = tmp_path / "up.out"
+    with open(out_file, "wb") as out:
+        up = subprocess.Popen(
+            [sys.executable, "-m", "kappa.cli", "up", "--rate", "100"],
+            env=env,
+            cwd=REPO_ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def diagnosis() -> str:
+        """What `kappa up` printed and the tails of the logs of what it started."""
+        parts = [f"kappa up (exit {up.poll()}):\n{out_file.read_text(errors='replace')[-3000:]}"]
+        for name in ("dagster.log", "producer.log"):
+            log = settings.logs_dir / name
+            if log.exists():
+                parts.append(f"{name}:\n{log.read_text(errors='replace')[-3000:]}")
+        return "\n".join(parts)
+
     try:
         api = DagsterApi(settings, timeout_s=5)
-        assert wait_until(lambda: _ready(api) or up.poll() is not None, 120, 0.5)
-        assert up.poll() is None, up.stdout.read().decode() if up.stdout else ""
+        assert wait_until(lambda: _ready(api) or up.poll() is not None, 120, 0.5), diagnosis()
+        assert up.poll() is None, diagnosis()
         client = DagsterGraphQLClient("127.0.0.1", port_number=settings.dagster.port)
         client.submit_job_execution(
             "deploy_customers",
             run_config={"ops": {"tables__customers": {"config": {"report_every_s": 2.0}}}},
         )
         lock = DeploymentLock(Deployment("customers", "v1", settings.home).lock_path)
-        assert wait_until(lambda: lock.holder() is not None, 120, 0.5), "deployment not started"
+        assert wait_until(lambda: lock.holder() is not None, 120, 0.5), diagnosis()
+        # Every part is up: Dagster, the deployment's Spark JVM, the producer.
+        assert wait_until(lambda: _all_parts_running(up.pid), 60, 0.5), diagnosis()
         broker_pid = EmbeddedBroker(settings).status().pid
-        tree = [psutil.Process(up.pid), *psutil.Process(up.pid).children(recursive=True)]
         assert broker_pid is not None
+        tree = [psutil.Process(up.pid), *psutil.Process(up.pid).children(recursive=True)]
         tree.append(psutil.Process(broker_pid))
-        names = " ".join(_cmdline(p) for p in tree)
-        assert "dagster" in names and "java" in names and "demo produce" in names
 
         up.send_signal(signal.SIGINT)
-        output, _ = up.communicate(timeout=120)
-        assert up.returncode == 0, output.decode()[-3000:]
-        assert "platform stopped" in output.decode()
+        up.wait(timeout=120)
+        output = out_file.read_text(errors="replace")
+        assert up.returncode == 0, diagnosis()
+        assert "platform stopped" in output, diagnosis()
         _, alive = psutil.wait_procs(tree, timeout=10)
         assert alive == [], [_cmdline(p) for p in alive]
         assert lock.holder() is None
     finally:
         if up.poll() is None:
             os.killpg(up.pid, signal.SIGKILL)
+
+
+def _all_parts_running(pid: int) -> bool:
+    try:
+        tree = [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return False
+    names = " ".join(_cmdline(p) for p in tree)
+    return "dagster" in names and "java" in names and "demo produce" in names
 
 
 def _cmdline(proc: psutil.Process) -> str:
