@@ -70,8 +70,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         _step("starting broker, event stream and pipeline", started)
         run.start()
-        _step(f"{args.kills} kills", started)
-        run.kills(args.kills)
+        if args.kills > 0:
+            _step(f"{args.kills} kills", started)
+            run.kills(args.kills)
         if not args.no_disk:
             _step("disk full", started)
             run.disk_fault("full")

@@ -27,6 +27,8 @@ from streaming.offsets import OffsetMap
 FAST_FETCH = {"fetch.queue.backoff.ms": "10", "fetch.wait.max.ms": "100"}
 # The end probe only needs a response's high watermark, which even an empty answer carries.
 PROBE_FETCH = {"fetch.wait.max.ms": "10"}
+# A probe from a remembered end is answered in milliseconds unless the log became shorter.
+KNOWN_END_PROBE_S = 2.0
 
 
 CLIENT_LOGGER = logging.getLogger("kappa.kafka")
@@ -126,8 +128,10 @@ class KafkaLog:
             return earliest, self._probe_ends(listed)
         starts = {t: {p: self._known_ends[(t, p)] for p in ps} for t, ps in parts.items()}
         try:
-            return cached[1], self._probe_ends(starts)
-        except _BeyondEnd:
+            return cached[1], self._probe_ends(starts, KNOWN_END_PROBE_S)
+        except (_BeyondEnd, BrokerUnavailableError):
+            # Past the end of a log that shrank: Kafka answers out of range, the embedded broker
+            # does not answer at all. Either way, list afresh (a broker that is down fails there).
             self._known_ends.clear()
             self._earliest = None
             return self.bounds(topics)
@@ -151,9 +155,10 @@ class KafkaLog:
             raise _unavailable(self._client, exc) from None
         return int(low), int(high)
 
-    def _probe_ends(self, listed: OffsetMap) -> OffsetMap:
+    def _probe_ends(self, listed: OffsetMap, timeout_s: float | None = None) -> OffsetMap:
         """Fetch once at each listed end and read the high watermark the fetch carried (from a
         record, the end-of-partition event, or an empty response above the listed end)."""
+        timeout_s = self._timeout_s if timeout_s is None else timeout_s
         tps = [TopicPartition(t, p, o) for t, parts in listed.items() for p, o in parts.items()]
         if not tps:
             return {t: {} for t in listed}
@@ -161,7 +166,7 @@ class KafkaLog:
         consumer.assign(tps)
         ends: OffsetMap = {t: {} for t in listed}
         pending = {(tp.topic, tp.partition) for tp in tps}
-        deadline = time.monotonic() + self._timeout_s
+        deadline = time.monotonic() + timeout_s
         try:
             while pending and time.monotonic() < deadline:
                 # Ask for no more than one event per unresolved partition: consume() waits for
@@ -198,7 +203,7 @@ class KafkaLog:
             consumer.unassign()
         if pending:
             missing = ", ".join(f"{t}-{p}" for t, p in sorted(pending))
-            msg = f"no fetch response for {missing} within {self._timeout_s:.0f} s"
+            msg = f"no fetch response for {missing} within {timeout_s:.0f} s"
             raise BrokerUnavailableError(msg)
         self._known_ends.update(
             {(t, p): end for t, parts in ends.items() for p, end in parts.items()}
