@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import itertools
 import statistics
 import time
 from dataclasses import dataclass
@@ -115,10 +116,12 @@ def measure_latency(
         ends = bench.topic_end()
         _wait_covered(watcher, job, ends, "catching up on the backlog")
         delivered: list[tuple[int, int, int]] = []  # partition, offset, CreateTime ms
+        acked: list[float] = []  # time.time() of each delivery report, in the same order
 
         def on_delivery(err: Any, msg: Any) -> None:
             if err is None:
                 delivered.append((msg.partition(), msg.offset(), msg.timestamp()[1]))
+                acked.append(time.time())
 
         measured_from_ms = (time.time() + warmup_s) * 1000
         workload.produce_at_rate(bench.bootstrap, rate, warmup_s + duration_s, on_delivery)
@@ -132,6 +135,12 @@ def measure_latency(
         commits = watcher.stop()
     measured = [d for d in delivered if d[2] >= measured_from_ms]
     latencies = visible_latencies(measured, commits)
+    # The broker's share: CreateTime to the producer's delivery report (acks=all).
+    acks = [
+        at - d[2] / 1000 for d, at in zip(delivered, acked, strict=True) if d[2] >= measured_from_ms
+    ]
+    in_window = [c.seen_at for c in commits if c.seen_at * 1000 >= measured_from_ms]
+    intervals = [b - a for a, b in itertools.pairwise(in_window)]
     return {
         "rate": rate,
         "duration_s": duration_s,
@@ -142,6 +151,9 @@ def measure_latency(
         "p95_s": percentile(latencies, 95),
         "p99_s": percentile(latencies, 99),
         "max_s": max(latencies),
+        "ack_p50_s": percentile(acks, 50),
+        "ack_p95_s": percentile(acks, 95),
+        "commit_interval_s_median": statistics.median(intervals) if intervals else None,
         "commits": len(commits),
         "peak_rss_bytes": job.peak_rss,
         "correct": check_table(bench.table_path(version), workload.expected),

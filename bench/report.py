@@ -130,6 +130,12 @@ def rows(r: dict[str, Any]) -> list[tuple[str, str, str]]:
             f" CreateTime to commit seen in the Delta log (trigger {lat['trigger_interval']})",
         ),
         (
+            "  of which the broker",
+            f"{lat.get('ack_p50_s', 0):.3f} / {lat.get('ack_p95_s', 0):.3f} s",
+            "p50 / p95 CreateTime to the producer's delivery report (acks=all); commits every "
+            f"{lat.get('commit_interval_s_median') or 0:.2f} s (median)",
+        ),
+        (
             "rebuild",
             f"{reb['wall_s']:.2f} s, {reb['events'] / reb['wall_s']:,.0f} ev/s",
             f"{reb['events']:,} events from offset 0, new process incl. start-up "
