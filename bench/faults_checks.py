@@ -16,7 +16,7 @@ from typing import Any
 
 from deltalake import DeltaTable
 
-from bench.faults_workload import TOPIC, PoisonKind
+from bench.faults_workload import TOPIC, Ledger
 from streaming.dead_letters import DeadLetters
 from streaming.deployment import Deployment
 from streaming.table_reader import commits, read_arrow
@@ -128,7 +128,8 @@ class Verdict:
     poison: int = 0
     dead_letters: int = 0
     dead_letters_missing: int = 0
-    dead_letters_unexpected: int = 0
+    dead_letters_unexpected: int = 0  # for records delivered as clean
+    dead_letters_pending: int = 0  # for records whose delivery report had not arrived yet
     dead_letters_duplicated: int = 0
     wrong_reasons: list[str] = field(default_factory=list)
     batches_applied_twice: int = 0
@@ -153,9 +154,7 @@ class Verdict:
         return {**asdict(self), "ok": self.ok}
 
 
-def verify(
-    bootstrap: str, deployment: Deployment, poison: dict[tuple[int, int], PoisonKind]
-) -> Verdict:
+def verify(bootstrap: str, deployment: Deployment, ledger: Ledger) -> Verdict:
     """Compare the table's last commit with the reference replay of the records it covers."""
     history = commits(deployment.table_path)
     last = history[-1]
@@ -174,27 +173,45 @@ def verify(
     ids = [c.batch_id for c in history]
     v.batches_applied_twice = len(ids) - len(set(ids))
     v.batch_gaps = sum(1 for a, b in itertools.pairwise(ids) if b != a + 1)
-    _check_dead_letters(v, deployment, poison, ends)
+    _check_dead_letters(v, deployment, ledger, ends)
     return v
 
 
 def _check_dead_letters(
-    v: Verdict,
-    deployment: Deployment,
-    poison: dict[tuple[int, int], PoisonKind],
-    ends: dict[int, int],
+    v: Verdict, deployment: Deployment, ledger: Ledger, ends: dict[int, int]
 ) -> None:
     letters = DeadLetters(deployment.dead_letter_path, deployment.app_id).read().to_pylist()
     positions = Counter((row["partition"], row["offset"]) for row in letters)
-    covered = {pos for pos in poison if pos[1] < ends.get(pos[0], 0)}
-    v.poison = len(covered)
-    v.dead_letters = len(letters)
-    v.dead_letters_duplicated = sum(n - 1 for n in positions.values())
-    v.dead_letters_missing = len(covered - set(positions))
-    v.dead_letters_unexpected = len(set(positions) - set(poison))
+    poison = ledger.poison
+    count_dead_letters(v, positions, ledger, ends)
     for row in letters:
         kind = poison.get((row["partition"], row["offset"]))
         if kind is not None and kind.reason not in (row["error"] or ""):
             v.wrong_reasons.append(f"{kind.name}: {row['error']}")
-    missing_kinds = Counter(poison[p].name for p in covered - set(positions))
+    missing = {pos for pos in poison if pos[1] < ends.get(pos[0], 0)} - set(positions)
+    missing_kinds = Counter(poison[p].name for p in missing)
     v.examples += [f"not dead-lettered: {n} x {kind}" for kind, n in missing_kinds.items()]
+
+
+def count_dead_letters(
+    v: Verdict,
+    positions: Counter[tuple[int, int]],
+    ledger: Ledger,
+    ends: dict[int, int],
+) -> None:
+    """Fill ``v``'s dead-letter counts from the letters' (partition, offset) positions.
+
+    Poison up to the table's ``ends`` must be dead-lettered once; a letter for a record the
+    producer confirmed as clean is unexpected; a letter past the producer's confirmed ends is
+    pending (the pipeline read the record before its delivery report arrived)."""
+    poison = ledger.poison
+    covered = {pos for pos in poison if pos[1] < ends.get(pos[0], 0)}
+    confirmed = {p for p in positions if p[1] < ledger.confirmed_ends.get(p[0], 0)}
+    v.poison = len(covered)
+    v.dead_letters = sum(positions.values())
+    v.dead_letters_pending = len(set(positions) - confirmed)
+    v.dead_letters_duplicated = sum(n - 1 for n in positions.values())
+    v.dead_letters_missing = len(covered - set(positions))
+    clean = sorted(confirmed - set(poison))
+    v.dead_letters_unexpected = len(clean)
+    v.examples += [f"dead letter for a clean record at {pos}" for pos in clean[:3]]

@@ -146,7 +146,7 @@ class FaultRun:
 
     def verify(self) -> checks.Verdict:
         return checks.verify(
-            self.settings.kafka.bootstrap_servers, self.deployment, self.events.poison()
+            self.settings.kafka.bootstrap_servers, self.deployment, self.events.ledger()
         )
 
     # -- faults -----------------------------------------------------------------------------
@@ -345,7 +345,8 @@ class FaultRun:
             f"{verdict.dead_letters} dead letters for {verdict.poison} poison records, "
             f"{verdict.dead_letters_missing} missing, {len(verdict.wrong_reasons)} wrong reasons;"
             f" {len(self.unexpected_exits)} unplanned stops",
-            verdict.ok and not self.unexpected_exits,
+            # every delivery report is in by now: a pending letter is a record never delivered
+            verdict.ok and not verdict.dead_letters_pending and not self.unexpected_exits,
             verdict.lost + verdict.extra,
             verdict.duplicated + verdict.dead_letters_duplicated,
             details={"kinds": dict(kinds), "verdict": verdict.to_dict()},

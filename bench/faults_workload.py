@@ -68,6 +68,15 @@ class Delivered:
     poison: PoisonKind | None
 
 
+@dataclass(frozen=True)
+class Ledger:
+    """What the producer knows was delivered: which positions are poison, and per partition
+    one past the highest confirmed offset (delivery reports arrive in order per partition)."""
+
+    poison: dict[tuple[int, int], PoisonKind]
+    confirmed_ends: dict[int, int]
+
+
 class EventStream(threading.Thread):
     """Produces updates, tombstones (10%) and poison (``poison_rate``) at ``rate`` events/s.
 
@@ -161,12 +170,19 @@ class EventStream(threading.Thread):
 
     def end_offsets(self) -> dict[int, int]:
         """Per partition, one past the highest delivered offset."""
+        return self.ledger().confirmed_ends
+
+    def poison(self) -> dict[tuple[int, int], PoisonKind]:
+        return self.ledger().poison
+
+    def ledger(self) -> Ledger:
+        """Poison positions and confirmed ends, taken together under one lock.
+
+        The pipeline can read a record before its delivery report reaches this thread, so a
+        dead letter past ``confirmed_ends`` is not yet known to be poison or clean."""
         with self._lock:
+            poison = {(d.partition, d.offset): d.poison for d in self.delivered if d.poison}
             ends: dict[int, int] = {}
             for d in self.delivered:
                 ends[d.partition] = max(ends.get(d.partition, 0), d.offset + 1)
-            return ends
-
-    def poison(self) -> dict[tuple[int, int], PoisonKind]:
-        with self._lock:
-            return {(d.partition, d.offset): d.poison for d in self.delivered if d.poison}
+            return Ledger(poison, ends)
