@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 import statistics
 import time
 from dataclasses import dataclass
@@ -21,6 +22,8 @@ from deltalake import DeltaTable
 
 from bench.processes import CommitWatcher, MeasuredJob, SeenCommit
 from bench.workload import TOPIC, Workload
+from streaming import offsets as off
+from streaming.batch import batch_end_offsets
 from streaming.deployment import Deployment
 from streaming.kafka_log import KafkaLog
 
@@ -139,6 +142,8 @@ def measure_latency(
     acks = [
         at - d[2] / 1000 for d, at in zip(delivered, acked, strict=True) if d[2] >= measured_from_ms
     ]
+    planned = planned_batches(Deployment("customers", version, bench.home).checkpoint_path)
+    waits, runs = split_latencies(measured, planned, commits)
     in_window = [c.seen_at for c in commits if c.seen_at * 1000 >= measured_from_ms]
     intervals = [b - a for a, b in itertools.pairwise(in_window)]
     return {
@@ -154,6 +159,10 @@ def measure_latency(
         "ack_p50_s": percentile(acks, 50),
         "ack_p95_s": percentile(acks, 95),
         "commit_interval_s_median": statistics.median(intervals) if intervals else None,
+        "wait_p50_s": percentile(waits, 50) if waits else None,
+        "wait_p95_s": percentile(waits, 95) if waits else None,
+        "run_p50_s": percentile(runs, 50) if runs else None,
+        "run_p95_s": percentile(runs, 95) if runs else None,
         "commits": len(commits),
         "peak_rss_bytes": job.peak_rss,
         "correct": check_table(bench.table_path(version), workload.expected),
@@ -188,9 +197,40 @@ def visible_latencies(
     return latencies
 
 
+def planned_batches(checkpoint: Path) -> list[tuple[float, dict[int, int]]]:
+    """(when Spark wrote the batch's offset log entry, its end offsets), in batch order: the
+    moment a micro-batch was planned, from the checkpoint's ``offsets/N`` files."""
+    batches = []
+    folder = checkpoint / "offsets"
+    for entry in sorted(
+        (f for f in folder.iterdir() if f.name.isdigit()), key=lambda f: int(f.name)
+    ):
+        ends = off.from_spark(batch_end_offsets(checkpoint, int(entry.name))).get(TOPIC, {})
+        batches.append((entry.stat().st_mtime, ends))
+    return batches
+
+
+def split_latencies(
+    delivered: list[tuple[int, int, int]],
+    planned: list[tuple[float, dict[int, int]]],
+    commits: list[SeenCommit],
+) -> tuple[list[float], list[float]]:
+    """Per record: CreateTime to the planning of the batch that read it (waiting for a batch),
+    and that planning to its commit becoming visible (the batch running)."""
+    waits, runs = [], []
+    for partition, offset, created_ms in delivered:
+        plan = next((at for at, ends in planned if ends.get(partition, 0) > offset), None)
+        seen = next((c.seen_at for c in commits if c.end_offsets.get(partition, 0) > offset), None)
+        if plan is not None and seen is not None:
+            waits.append(plan - created_ms / 1000)
+            runs.append(seen - plan)
+    return waits, runs
+
+
 def percentile(values: list[float], q: float) -> float:
+    """Nearest rank: the smallest value with at least ``q`` % of the values at or below it."""
     ordered = sorted(values)
-    index = min(len(ordered) - 1, max(0, round(q / 100 * len(ordered) + 0.5) - 1))
+    index = min(len(ordered) - 1, max(0, math.ceil(q / 100 * len(ordered)) - 1))
     return ordered[index]
 
 

@@ -136,6 +136,13 @@ def rows(r: dict[str, Any]) -> list[tuple[str, str, str]]:
             f"{lat.get('commit_interval_s_median') or 0:.2f} s (median)",
         ),
         (
+            "  waiting / running",
+            f"{lat.get('wait_p50_s') or 0:.2f} / {lat.get('run_p50_s') or 0:.2f} s",
+            "p50 CreateTime to the planning of the micro-batch that reads the record (offset log"
+            " entry written), and planning to that batch's commit seen (p95 "
+            f"{lat.get('wait_p95_s') or 0:.2f} / {lat.get('run_p95_s') or 0:.2f} s)",
+        ),
+        (
             "rebuild",
             f"{reb['wall_s']:.2f} s, {reb['events'] / reb['wall_s']:,.0f} ev/s",
             f"{reb['events']:,} events from offset 0, new process incl. start-up "
