@@ -8,6 +8,7 @@ broker, the event stream and the streaming process, and records what each fault 
 
 from __future__ import annotations
 
+import logging
 import random
 import statistics
 import time
@@ -23,6 +24,7 @@ from bench.faults_workload import TOPIC, EventStream
 from bench.processes import StreamingJob
 from kappa.broker import EmbeddedBroker
 from streaming.deployment import Deployment
+from streaming.kafka_log import CLIENT_LOGGER
 from streaming.table_reader import last_end_offsets
 from tests.conftest import free_port, make_settings
 
@@ -271,18 +273,19 @@ class FaultRun:
     def broker_outage(self, seconds: float) -> FaultRow:
         """Stop the (durable) broker for ``seconds`` while producer and pipeline keep running."""
         before = self.events.end_offsets()
-        self.broker.stop()
-        down_at = time.monotonic()
-        time.sleep(seconds)  # the outage itself, not a synchronisation
-        survived = self.stream.alive()
-        error = "" if survived else self.stream.error_line()
-        self.broker.start()
-        restarted_at = time.monotonic()
-        if not self.stream.alive():  # what a supervisor (Dagster's retry) does
-            self.stream.start()
-        produced = wait_for(
-            lambda: self._delivered_beyond(before), 120, "deliveries after the outage"
-        )
+        with CountedClientLog() as refused:  # the producer's "connection refused", expected
+            self.broker.stop()
+            down_at = time.monotonic()
+            time.sleep(seconds)  # the outage itself, not a synchronisation
+            survived = self.stream.alive()
+            error = "" if survived else self.stream.error_line()
+            self.broker.start()
+            restarted_at = time.monotonic()
+            if not self.stream.alive():  # what a supervisor (Dagster's retry) does
+                self.stream.start()
+            produced = wait_for(
+                lambda: self._delivered_beyond(before), 120, "deliveries after the outage"
+            )
         wait_for(
             lambda: self._covers(produced), 180, "the table to cover records produced after it"
         )
@@ -292,7 +295,10 @@ class FaultRun:
             outcome = f"query kept running through {seconds:.0f} s down"
         else:
             outcome = f"query stopped ({error[:200]}), restarted after the broker was back"
-        outcome += f"; {len(self.events.errors)} delivery errors"
+        outcome += (
+            f"; {len(self.events.errors)} delivery errors; the producer's client logged"
+            f" {refused.count} connection errors meanwhile"
+        )
         row = FaultRow(
             f"broker down {seconds:.0f} s, restarted with its log (durable s3://)",
             1,
@@ -455,3 +461,23 @@ def _ids(pos: checks.Position) -> dict[str, Any]:
     data = asdict(pos)
     data["orphans"] = len(pos.orphans)
     return data
+
+
+class CountedClientLog(logging.Filter):
+    """While active, counts the Kafka clients' log lines instead of printing them: during a
+    planned broker outage every reconnect attempt logs an error, which is expected noise."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.count = 0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        self.count += 1
+        return False
+
+    def __enter__(self) -> CountedClientLog:
+        CLIENT_LOGGER.addFilter(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        CLIENT_LOGGER.removeFilter(self)
