@@ -164,6 +164,13 @@ class KafkaLog:
             return {t: {} for t in listed}
         consumer = self.consumer
         consumer.assign(tps)
+        # librdkafka keeps a partition's cached high watermark across unassign/assign: right
+        # after assign it is whatever the previous probe's last (in-flight) fetch carried. Only
+        # a value above it can have come from a fetch of this probe.
+        before = {
+            (tp.topic, tp.partition): int(consumer.get_watermark_offsets(tp, cached=True)[1])
+            for tp in tps
+        }
         ends: OffsetMap = {t: {} for t in listed}
         pending = {(tp.topic, tp.partition) for tp in tps}
         deadline = time.monotonic() + timeout_s
@@ -190,11 +197,13 @@ class KafkaLog:
                     elif err.fatal() or not err.retriable():
                         raise _unavailable(self._client, KafkaException(err))
                 # A fetch at an offset inside the last record batch can come back empty from the
-                # embedded broker, yet its response still carries the high watermark.
+                # embedded broker, yet its response still carries the high watermark. (A cached
+                # value left from before this probe that is above the listed end means records
+                # exist there: the record path answers with a fresh watermark.)
                 for topic, partition in list(pending):
                     tp = TopicPartition(topic, partition)
                     high = int(consumer.get_watermark_offsets(tp, cached=True)[1])
-                    if high > listed[topic][partition]:
+                    if high > max(listed[topic][partition], before[(topic, partition)]):
                         ends[topic][partition] = high
                         pending.discard((topic, partition))
                         consumer.pause([tp])
