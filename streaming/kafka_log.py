@@ -110,6 +110,7 @@ class KafkaLog:
 
     def latest(self, topics: Iterable[str]) -> OffsetMap:
         """The true log end offset of every partition (see the module docstring)."""
+        self._fresh_consumer()
         return self._probe_ends(self._list(topics)[1])
 
     def bounds(self, topics: Iterable[str]) -> tuple[OffsetMap, OffsetMap]:
@@ -123,6 +124,7 @@ class KafkaLog:
         fresh = cached is not None and time.monotonic() - cached[0] < self._earliest_ttl_s
         known = all((t, p) in self._known_ends for t, ps in parts.items() for p in ps)
         if not (fresh and known and _same_partitions(cached[1], parts)):
+            self._fresh_consumer()
             earliest, listed = self._list(topics)
             self._earliest = (time.monotonic(), earliest)
             return earliest, self._probe_ends(listed)
@@ -135,6 +137,12 @@ class KafkaLog:
             self._known_ends.clear()
             self._earliest = None
             return self.bounds(topics)
+
+    def _fresh_consumer(self) -> None:
+        """Start the next probe from a new consumer. A probe from a listed end starts inside
+        the last record batch, where the embedded broker may send no answer for a while; only a
+        watermark this probe fetched may end it, and a new consumer has no older one cached."""
+        self.close()
 
     def _list(self, topics: Iterable[str]) -> tuple[OffsetMap, OffsetMap]:
         """The listed (ListOffsets) earliest and latest offsets of every partition."""

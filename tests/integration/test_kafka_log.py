@@ -90,3 +90,15 @@ def test_bounds_taken_while_records_arrive_include_every_delivered_record(settin
             producing.join(0.3)  # paces the probes like a trigger; ends when production does
     assert probes >= 20
     assert misses == [], f"{len(misses)} of {probes} answers behind the delivered records"
+
+
+def test_a_quiet_log_listed_again_and_again_keeps_its_true_end(settings, broker):
+    """Re-listing (every call with a zero TTL, and every ``latest``) starts from ListOffsets,
+    which the embedded broker answers inside the last record batch; the probe there must still
+    find the true end, not wait for a fetch answer that never comes."""
+    ensure_topics(settings, ["t"])
+    send(settings, _records(600, "a"))  # batched: ListOffsets under-reports the end
+    with KafkaLog(settings.kafka.client_config(), timeout_s=5, earliest_ttl_s=0) as log:
+        for _ in range(3):
+            assert log.bounds(["t"])[1]["t"] == {0: 300, 1: 300, 2: 0, 3: 0}
+            assert log.latest(["t"])["t"] == {0: 300, 1: 300, 2: 0, 3: 0}
