@@ -16,7 +16,7 @@ from typing import Any
 
 from deltalake import DeltaTable
 
-from bench.faults_workload import TOPIC, Ledger
+from bench.faults_workload import TOPIC, PoisonBytes, PoisonKind
 from streaming.dead_letters import DeadLetters
 from streaming.deployment import Deployment
 from streaming.table_reader import commits, read_arrow
@@ -128,8 +128,8 @@ class Verdict:
     poison: int = 0
     dead_letters: int = 0
     dead_letters_missing: int = 0
-    dead_letters_unexpected: int = 0  # for records delivered as clean
-    dead_letters_pending: int = 0  # for records whose delivery report had not arrived yet
+    dead_letters_unexpected: int = 0  # for records that are not poison
+    poison_kinds: dict[str, int] = field(default_factory=dict)  # poison in the whole log
     dead_letters_duplicated: int = 0
     wrong_reasons: list[str] = field(default_factory=list)
     batches_applied_twice: int = 0
@@ -154,12 +154,19 @@ class Verdict:
         return {**asdict(self), "ok": self.ok}
 
 
-def verify(bootstrap: str, deployment: Deployment, ledger: Ledger) -> Verdict:
-    """Compare the table's last commit with the reference replay of the records it covers."""
+def verify(bootstrap: str, deployment: Deployment, poison_bytes: PoisonBytes) -> Verdict:
+    """Compare the table's last commit with the reference replay of the records it covers,
+    and the dead letters with the poison in the log.
+
+    Order matters: the table's history first, then the dead letters (a batch writes its letters
+    before its table commit, so every letter for poison below the table's ends is there), then
+    the replay (it holds every record any letter came from)."""
     history = commits(deployment.table_path)
     last = history[-1]
     ends = last.end_offsets.get(TOPIC, {})
-    records = [r for r in replay(bootstrap, TOPIC) if r.offset < ends.get(r.partition, 0)]
+    letters = DeadLetters(deployment.dead_letter_path, deployment.app_id).read().to_pylist()
+    log = replay(bootstrap, TOPIC)
+    records = [r for r in log if r.offset < ends.get(r.partition, 0)]
     expected = customers_state(records)
     rows = read_arrow(deployment.table_path, last.table_version).to_pylist()
     keys = Counter(row["customer_id"] for row in rows)
@@ -173,17 +180,23 @@ def verify(bootstrap: str, deployment: Deployment, ledger: Ledger) -> Verdict:
     ids = [c.batch_id for c in history]
     v.batches_applied_twice = len(ids) - len(set(ids))
     v.batch_gaps = sum(1 for a, b in itertools.pairwise(ids) if b != a + 1)
-    _check_dead_letters(v, deployment, ledger, ends)
+    poison = {
+        (r.partition, r.offset): kind
+        for r in log
+        if r.value is not None and (kind := poison_bytes.get((r.key, r.value))) is not None
+    }
+    _check_dead_letters(v, letters, poison, ends)
     return v
 
 
 def _check_dead_letters(
-    v: Verdict, deployment: Deployment, ledger: Ledger, ends: dict[int, int]
+    v: Verdict,
+    letters: list[dict[str, Any]],
+    poison: dict[tuple[int, int], PoisonKind],
+    ends: dict[int, int],
 ) -> None:
-    letters = DeadLetters(deployment.dead_letter_path, deployment.app_id).read().to_pylist()
     positions = Counter((row["partition"], row["offset"]) for row in letters)
-    poison = ledger.poison
-    count_dead_letters(v, positions, ledger, ends)
+    count_dead_letters(v, positions, poison, ends)
     for row in letters:
         kind = poison.get((row["partition"], row["offset"]))
         if kind is not None and kind.reason not in (row["error"] or ""):
@@ -191,27 +204,24 @@ def _check_dead_letters(
     missing = {pos for pos in poison if pos[1] < ends.get(pos[0], 0)} - set(positions)
     missing_kinds = Counter(poison[p].name for p in missing)
     v.examples += [f"not dead-lettered: {n} x {kind}" for kind, n in missing_kinds.items()]
+    v.poison_kinds = dict(Counter(kind.name for kind in poison.values()))
 
 
 def count_dead_letters(
     v: Verdict,
     positions: Counter[tuple[int, int]],
-    ledger: Ledger,
+    poison: dict[tuple[int, int], PoisonKind],
     ends: dict[int, int],
 ) -> None:
-    """Fill ``v``'s dead-letter counts from the letters' (partition, offset) positions.
-
-    Poison up to the table's ``ends`` must be dead-lettered once; a letter for a record the
-    producer confirmed as clean is unexpected; a letter past the producer's confirmed ends is
-    pending (the pipeline read the record before its delivery report arrived)."""
-    poison = ledger.poison
+    """Fill ``v``'s dead-letter counts from the letters' (partition, offset) positions and the
+    positions of the poison in the log: poison below the table's ``ends`` must be dead-lettered
+    exactly once (letters for poison beyond them may already exist); any other letter is for a
+    clean record."""
     covered = {pos for pos in poison if pos[1] < ends.get(pos[0], 0)}
-    confirmed = {p for p in positions if p[1] < ledger.confirmed_ends.get(p[0], 0)}
     v.poison = len(covered)
     v.dead_letters = sum(positions.values())
-    v.dead_letters_pending = len(set(positions) - confirmed)
     v.dead_letters_duplicated = sum(n - 1 for n in positions.values())
     v.dead_letters_missing = len(covered - set(positions))
-    clean = sorted(confirmed - set(poison))
+    clean = sorted(set(positions) - set(poison))
     v.dead_letters_unexpected = len(clean)
     v.examples += [f"dead letter for a clean record at {pos}" for pos in clean[:3]]

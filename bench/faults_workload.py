@@ -1,8 +1,9 @@
 """The fault run's input: customer changes produced at a steady rate, about 1% of them poison.
 
-Every delivered record is remembered with its (partition, offset), so the harness knows exactly
-which records are poison (the dead-letter table must hold those and only those, each with the
-reason of its kind). The table itself is checked against an independent replay of the topic.
+Every poison record is remembered by its (key, value) bytes, which no clean record can have, so
+the harness finds the poison's positions in the log itself (the dead-letter table must hold
+those and only those, each with the reason of its kind). The table itself is checked against an
+independent replay of the topic.
 """
 
 from __future__ import annotations
@@ -64,17 +65,12 @@ def poison_kinds(cid: str) -> list[PoisonKind]:
 @dataclass(frozen=True)
 class Delivered:
     partition: int
-    offset: int
+    offset: int | None  # None: delivered, position not reported (an idempotent retry the
+    # broker recognised as a duplicate of a record it had already written)
     poison: PoisonKind | None
 
 
-@dataclass(frozen=True)
-class Ledger:
-    """What the producer knows was delivered: which positions are poison, and per partition
-    one past the highest confirmed offset (delivery reports arrive in order per partition)."""
-
-    poison: dict[tuple[int, int], PoisonKind]
-    confirmed_ends: dict[int, int]
+PoisonBytes = dict[tuple[bytes | None, bytes], PoisonKind]
 
 
 class EventStream(threading.Thread):
@@ -105,6 +101,7 @@ class EventStream(threading.Thread):
         self.poison_rate = poison_rate
         self.linger_ms = linger_ms
         self.delivered: list[Delivered] = []
+        self._poison: PoisonBytes = {}
         self.errors: list[str] = []
         self.produced = 0
         self._halt = threading.Event()
@@ -139,6 +136,8 @@ class EventStream(threading.Thread):
             kinds = poison_kinds(cid)
             poison = kinds[self.rng.randrange(len(kinds))]
             key, value = poison.key, poison.value
+            with self._lock:
+                self._poison[(key, value)] = poison
         elif roll < self.poison_rate + 0.1:
             key, value = cid.encode(), None
         else:
@@ -170,19 +169,17 @@ class EventStream(threading.Thread):
 
     def end_offsets(self) -> dict[int, int]:
         """Per partition, one past the highest delivered offset."""
-        return self.ledger().confirmed_ends
-
-    def poison(self) -> dict[tuple[int, int], PoisonKind]:
-        return self.ledger().poison
-
-    def ledger(self) -> Ledger:
-        """Poison positions and confirmed ends, taken together under one lock.
-
-        The pipeline can read a record before its delivery report reaches this thread, so a
-        dead letter past ``confirmed_ends`` is not yet known to be poison or clean."""
         with self._lock:
-            poison = {(d.partition, d.offset): d.poison for d in self.delivered if d.poison}
             ends: dict[int, int] = {}
             for d in self.delivered:
-                ends[d.partition] = max(ends.get(d.partition, 0), d.offset + 1)
-            return Ledger(poison, ends)
+                if d.offset is not None:
+                    ends[d.partition] = max(ends.get(d.partition, 0), d.offset + 1)
+            return ends
+
+    def poison(self) -> PoisonBytes:
+        """Every poison record produced, by its (key, value) bytes, which no clean record has.
+        The verification finds their positions in the log itself, so it does not depend on
+        delivery reports (one may lack an offset, or arrive after the pipeline read the
+        record)."""
+        with self._lock:
+            return dict(self._poison)
