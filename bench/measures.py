@@ -122,7 +122,7 @@ def measure_latency(
         acked: list[float] = []  # time.time() of each delivery report, in the same order
 
         def on_delivery(err: Any, msg: Any) -> None:
-            if err is None:
+            if err is None and msg.offset() is not None:  # None: a deduplicated retry
                 delivered.append((msg.partition(), msg.offset(), msg.timestamp()[1]))
                 acked.append(time.time())
 

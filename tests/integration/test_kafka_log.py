@@ -50,7 +50,7 @@ class _SteadyProducer(threading.Thread):
         self.delivered: dict[int, int] = {}
 
     def _on_delivery(self, err, msg) -> None:
-        if err is None:
+        if err is None and msg.offset() is not None:
             with self.lock:
                 end = max(self.delivered.get(msg.partition(), 0), msg.offset() + 1)
                 self.delivered[msg.partition()] = end
