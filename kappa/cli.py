@@ -36,7 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    broker = sub.add_parser("broker", help="the embedded Kafka-protocol broker")
+    broker = sub.add_parser(
+        "broker", help="the embedded Kafka-protocol broker (and its object store)"
+    )
     broker.add_argument("action", choices=["start", "stop", "status"])
     broker.set_defaults(handler=_broker)
 
@@ -141,15 +143,14 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _broker(settings: Settings, args: argparse.Namespace) -> int:
-    from kappa.broker import EmbeddedBroker
+    from kappa.log_broker import log_broker_status, start_log_broker, stop_log_broker
 
-    broker = EmbeddedBroker(settings)
     if args.action == "start":
-        print(broker.start().describe())
+        print(start_log_broker(settings).describe())
     elif args.action == "stop":
-        print("broker stopped" if broker.stop() else "broker was not running")
+        print("broker stopped" if stop_log_broker(settings) else "broker was not running")
     else:
-        status = broker.status()
+        status = log_broker_status(settings)
         print(status.describe())
         return 0 if status.running else 1
     return 0

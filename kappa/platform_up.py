@@ -16,6 +16,7 @@ from types import FrameType
 
 from kappa.broker import EmbeddedBroker
 from kappa.dagster_api import DagsterApi
+from kappa.log_broker import start_log_broker, stop_log_broker
 from kappa.processes import ManagedProcess, wait_until
 from kappa.settings import REPO_ROOT, Settings
 from kappa.topics import ensure_topics
@@ -75,7 +76,7 @@ def run_platform(settings: Settings, producer_rate: float | None) -> int:
     children: list[ManagedProcess] = []
     try:
         if embedded:
-            print(broker.start().describe(), flush=True)
+            print(start_log_broker(settings).describe(), flush=True)
         ensure_topics(settings, all_topics())
         env = child_env(settings)
         if producer_rate:
@@ -122,7 +123,7 @@ def run_platform(settings: Settings, producer_rate: float | None) -> int:
         for child in reversed(children):
             child.stop(signal.SIGTERM if child.name != "dagster" else signal.SIGINT)
         if started_broker:
-            broker.stop()
+            stop_log_broker(settings)
         print("platform stopped", flush=True)
 
 

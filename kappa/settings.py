@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -62,6 +62,28 @@ class KafkaSettings(_Frozen):
 class BrokerSettings(_Frozen):
     host: str = "127.0.0.1"
     port: int = Field(default=9092, ge=1, le=65535)
+    # s3: the log is kept in the platform's object store and survives restarts; memory: it is
+    # lost whenever the broker stops (tests, throwaway runs).
+    storage: Literal["s3", "memory"] = "s3"
+
+
+class ObjectStoreSettings(_Frozen):
+    """The S3 server (SeaweedFS) that holds the embedded broker's log when ``storage`` is s3."""
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=8333, ge=1, le=65535)
+
+
+class ProducerSettings(_Frozen):
+    """How the platform's own producers (the demo) batch records.
+
+    On the durable engine every record batch is one object, and a replay costs about a
+    millisecond per batch, so batches must be large: records wait up to ``linger_ms`` (or until
+    ``batch_bytes`` are collected) before they are sent.
+    """
+
+    linger_ms: int = Field(default=5000, ge=0, le=60_000)
+    batch_bytes: int = Field(default=1_000_000, ge=1_000, le=100_000_000)
 
 
 class SparkSettings(_Frozen):
@@ -94,6 +116,8 @@ class Settings(_Frozen):
     home: Path = REPO_ROOT / ".kappa"
     kafka: KafkaSettings = Field(default_factory=KafkaSettings)
     broker: BrokerSettings = Field(default_factory=BrokerSettings)
+    object_store: ObjectStoreSettings = Field(default_factory=ObjectStoreSettings)
+    producer: ProducerSettings = Field(default_factory=ProducerSettings)
     spark: SparkSettings = Field(default_factory=SparkSettings)
     dagster: DagsterSettings = Field(default_factory=DagsterSettings)
     versions: VersionSettings = Field(default_factory=VersionSettings)
@@ -118,12 +142,20 @@ class Settings(_Frozen):
     def run_dir(self) -> Path:
         return self.home / "run"
 
+    @property
+    def object_store_dir(self) -> Path:
+        """The object store's data and its generated credentials (the durable broker's log)."""
+        return self.home / "object_store"
+
     def to_env(self) -> dict[str, str]:
         """Environment variables that reproduce these settings in a child process."""
         env = {
             "KAPPA_HOME": str(self.home),
             "KAFKA_BOOTSTRAP_SERVERS": self.kafka.bootstrap_servers,
             "KAPPA_BROKER_PORT": str(self.broker.port),
+            "KAPPA_BROKER_STORAGE": self.broker.storage,
+            "KAPPA_OBJECT_STORE_PORT": str(self.object_store.port),
+            "KAPPA_PRODUCER_LINGER_MS": str(self.producer.linger_ms),
             "KAPPA_SPARK_MASTER": self.spark.master,
             "KAPPA_DAGSTER_PORT": str(self.dagster.port),
             "KAPPA_RETENTION_HOURS": str(self.versions.retention_hours),
@@ -198,6 +230,9 @@ def _merge_env(data: dict[str, Any], env: Mapping[str, str]) -> None:
         "KAPPA_HOME": "home",
         "KAFKA_BOOTSTRAP_SERVERS": "kafka.bootstrap_servers",
         "KAPPA_BROKER_PORT": "broker.port",
+        "KAPPA_BROKER_STORAGE": "broker.storage",
+        "KAPPA_OBJECT_STORE_PORT": "object_store.port",
+        "KAPPA_PRODUCER_LINGER_MS": "producer.linger_ms",
         "KAPPA_SPARK_MASTER": "spark.master",
         "KAPPA_DAGSTER_PORT": "dagster.port",
         "KAPPA_RETENTION_HOURS": "versions.retention_hours",

@@ -29,6 +29,9 @@ def make_settings(home: Path, broker_port: int | None = None, **overrides: objec
         "kafka.bootstrap_servers": f"127.0.0.1:{port}",
         "spark.master": "local[2]",
         "dagster.port": free_port(),
+        # Durability is not what most tests are about: the memory engine starts in milliseconds.
+        "broker.storage": "memory",
+        "object_store.port": free_port(),
         **overrides,
     }
     return load_settings(env={}, overrides=values)
