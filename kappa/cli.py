@@ -68,6 +68,18 @@ def build_parser() -> argparse.ArgumentParser:
     listing = deployments_sub.add_parser("list", help="status, run, lag and rows per pipeline")
     listing.set_defaults(handler=_deployments_list)
 
+    deploy = sub.add_parser("deploy", help="launch a pipeline's deployment (via Dagster)")
+    deploy.add_argument("pipeline")
+    deploy.add_argument("--version", help="version to run (default: the declared one)")
+    deploy.add_argument("--mode", choices=["continuous", "until_caught_up"], default="continuous")
+    deploy.set_defaults(handler=_deploy)
+
+    reset = sub.add_parser(
+        "reset", help="delete every table, checkpoint, pin and pointer (asks first)"
+    )
+    reset.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    reset.set_defaults(handler=_reset)
+
     stop = sub.add_parser("stop", help="stop a pipeline's running deployment (via Dagster)")
     stop.add_argument("pipeline")
     stop.set_defaults(handler=_stop)
@@ -80,6 +92,11 @@ def build_parser() -> argparse.ArgumentParser:
     up = sub.add_parser("up", help="run the whole platform: broker, demo producer, Dagster UI")
     up.add_argument("--rate", type=float, default=200.0, help="demo events per second (200)")
     up.add_argument("--no-producer", action="store_true", help="do not start the demo producer")
+    up.add_argument(
+        "--skip-log-check",
+        action="store_true",
+        help="start even if the log ends below deployments' checkpoints (they are not resumed)",
+    )
     up.set_defaults(handler=_up)
     return parser
 
@@ -225,7 +242,45 @@ def _stop(settings: Settings, args: argparse.Namespace) -> int:
 def _up(settings: Settings, args: argparse.Namespace) -> int:
     from kappa.platform_up import run_platform
 
-    return run_platform(settings, producer_rate=None if args.no_producer else args.rate)
+    return run_platform(
+        settings,
+        producer_rate=None if args.no_producer else args.rate,
+        skip_log_check=args.skip_log_check,
+    )
+
+
+def _deploy(settings: Settings, args: argparse.Namespace) -> int:
+    from kappa.deploy import deploy
+
+    run_id, version = deploy(settings, args.pipeline, args.version, args.mode)
+    print(
+        f"launched {args.pipeline} {version} ({args.mode}) as run {run_id}: "
+        f"http://{settings.dagster.host}:{settings.dagster.port}/runs/{run_id}"
+    )
+    return 0
+
+
+def _reset(settings: Settings, args: argparse.Namespace) -> int:
+    from kappa.reset import reset
+
+    def confirm(summary: str) -> bool:
+        print(summary)
+        if args.yes:
+            return True
+        try:
+            return input("Type 'reset' to delete it: ").strip() == "reset"
+        except EOFError:
+            return False
+
+    deleted = reset(settings, confirm)
+    if deleted is None:
+        print("nothing deleted")
+        return 1
+    if not deleted:
+        print(f"nothing to reset under {settings.home}")
+    else:
+        print(f"deleted {', '.join(str(p) for p in deleted)}")
+    return 0
 
 
 if __name__ == "__main__":
