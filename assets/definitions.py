@@ -29,10 +29,15 @@ PIPELINES = registry()
 TOPICS = all_topics()
 
 
+COMPARISON_CHECKS = {n: comparison_checks(table_key(n), p) for n, p in PIPELINES.items()}
+
+# A deployment run materializes its table; comparing a candidate with the live version is the
+# promotion's job (an until_caught_up deployment would otherwise fail on it when it ends).
 deploy_jobs = {
     name: define_asset_job(
         deploy_job_name(name),
-        selection=AssetSelection.assets(table_key(name)),
+        selection=AssetSelection.assets(table_key(name))
+        - AssetSelection.checks(COMPARISON_CHECKS[name]),
         description=f"Run a `{name}` streaming deployment (continuous by default). Give a "
         "version to run another version side by side, or starting offsets/timestamp to "
         "reprocess from there.",
@@ -54,7 +59,7 @@ defs = Definitions(
     asset_checks=[
         *(c for name in PIPELINES for c in health_checks(table_key(name))),
         *QUALITY_CHECKS,
-        *(comparison_checks(table_key(n), p) for n, p in PIPELINES.items()),
+        *COMPARISON_CHECKS.values(),
     ],
     jobs=[*deploy_jobs.values(), quality_job, *VERSION_JOBS],
     schedules=[
