@@ -1,7 +1,10 @@
 """``kappa up`` (the README's run command): broker, demo producer and Dagster UI, stopped as one.
 
-Ctrl-C (or SIGTERM) first terminates the active Dagster runs, so streaming deployments stop at a
-micro-batch boundary, then stops Dagster, the producer and the broker, and finally kills anything
+Before anything starts, the log is checked against the deployments' checkpoints (a lost log is
+reported once, with the ways out). Once Dagster serves, the deployments that were running when
+the platform last stopped are launched again (``kappa.resume``). Ctrl-C (or SIGTERM) first notes
+and terminates the active Dagster runs, so streaming deployments stop at a micro-batch boundary,
+then stops Dagster, the producer and the broker with its object store, and finally kills anything
 any of them left behind.
 """
 
@@ -70,6 +73,7 @@ def run_platform(
     settings: Settings, producer_rate: float | None, skip_log_check: bool = False
 ) -> int:
     stopping = False
+    resumed = False
     started_at = time.time()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -121,10 +125,11 @@ def run_platform(
                 "(Ctrl-C stops everything)",
                 flush=True,
             )
-            _resume(settings, api, started_at, not_resumable, lambda: stopping)
+            resumed = _resume(settings, api, started_at, not_resumable, lambda: stopping)
         remembered_at = 0.0
         while not stopping and all(c.alive() for c in children):
-            if time.monotonic() - remembered_at >= REMEMBER_EVERY_S:
+            # Until the previous deployments are relaunched, their list must not be replaced.
+            if resumed and time.monotonic() - remembered_at >= REMEMBER_EVERY_S:
                 _remember_running(settings, api)
                 remembered_at = time.monotonic()
             time.sleep(0.2)
@@ -136,7 +141,8 @@ def run_platform(
     finally:
         if any(c.name == "dagster" for c in children):
             print("stopping: terminating active runs...", flush=True)
-            _remember_running(settings, DagsterApi(settings, timeout_s=5.0))
+            if resumed:
+                _remember_running(settings, DagsterApi(settings, timeout_s=5.0))
             _terminate_runs(settings)
         for child in reversed(children):
             child.stop(signal.SIGTERM if child.name != "dagster" else signal.SIGINT)
@@ -187,12 +193,13 @@ def _resume(
     started_at: float,
     skip: set[str],
     stopping: Callable[[], bool],
-) -> None:
-    """Bring back the deployments that were running when the platform last stopped."""
+) -> bool:
+    """Bring back the deployments that were running when the platform last stopped; False if
+    the code location never loaded (nothing was relaunched)."""
     from kappa.resume import mark_orphans_canceled, resume
 
     if not wait_until(lambda: stopping() or _code_loaded(api), timeout_s=120) or stopping():
-        return
+        return False
     try:
         orphans = mark_orphans_canceled(api, started_at)
         if orphans:
@@ -205,6 +212,7 @@ def _resume(
             )
     except Exception as exc:  # the platform still runs; the user can deploy by hand
         print(f"could not resume the previous deployments: {exc}", file=sys.stderr, flush=True)
+    return True
 
 
 def _remember_running(settings: Settings, api: DagsterApi) -> None:
