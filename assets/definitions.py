@@ -14,16 +14,16 @@ from dagster import (
     define_asset_job,
 )
 
-from assets.comparison_checks import comparison_checks
-from assets.health import health_checks
-from assets.quality_checks import quality_check
+from assets.checks.comparison import comparison_checks
+from assets.checks.health import health_checks
+from assets.checks.quality import quality_check
+from assets.names import deploy_job_name
 from assets.resources import KappaSettings
 from assets.tables import table_asset, table_key
 from assets.topics import topic_asset
-from assets.version_jobs import RETIRE_SCHEDULE, VERSION_JOBS
-from assets.version_sensors import candidate_sensor, new_version_sensor
-from kappa.deployments import deploy_job_name
-from streaming.pipelines import all_topics, registry
+from assets.versions.jobs import RETIRE_SCHEDULE, VERSION_JOBS
+from assets.versions.sensors import candidate_sensor, new_version_sensor
+from streaming.define.registry import all_topics, registry
 
 PIPELINES = registry()
 TOPICS = all_topics()

@@ -30,16 +30,16 @@ from dagster import (
     open_pipes_session,
 )
 
-from assets.health import check_evaluations
+from assets.checks.health import check_evaluations
 from kappa.processes import kill_all
-from kappa.settings import REPO_ROOT, Settings
-from streaming.cli import EXIT_BUSY, EXIT_DATA_LOSS
-from streaming.deployment import Deployment
-from streaming.health import FAILED, STOPPED
-from streaming.lock import DeploymentLock
-from streaming.pipeline import Pipeline
-from streaming.pipes_reporter import snapshot_metadata
-from streaming.reporting import Snapshot
+from streaming.define.pipeline import Pipeline
+from streaming.run.deployment import Deployment
+from streaming.run.health import FAILED, STOPPED
+from streaming.run.job import EXIT_BUSY, EXIT_DATA_LOSS
+from streaming.run.lock import DeploymentLock
+from streaming.run.pipes_reporter import snapshot_metadata
+from streaming.run.reporting import Snapshot
+from streaming.settings import REPO_ROOT, Settings
 
 STOP_TIMEOUT_S = 25.0
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dagster import ConfigurableResource
 
-from kappa.settings import Settings, load_settings
+from streaming.settings import Settings, load_settings
 
 
 class KappaSettings(ConfigurableResource):

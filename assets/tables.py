@@ -22,11 +22,13 @@ from dagster import (
 from pydantic import Field
 
 from assets.launcher import run_deployment
+from assets.names import VERSION_TAG, table_key_path
 from assets.resources import KappaSettings
 from assets.topics import topic_key
-from streaming.deployment import Deployment, validate_version
-from streaming.offsets import DEFAULT_BATCH_RECORDS
-from streaming.pipeline import Pipeline
+from streaming.define.names import validate_version
+from streaming.define.pipeline import Pipeline
+from streaming.kafka.offsets import DEFAULT_BATCH_RECORDS
+from streaming.run.deployment import Deployment
 
 # A crashed streaming process is restarted by step retries (same run, resumes from the
 # checkpoint): 5 s, 10 s, 20 s, ... and after the last one the run fails with the cause.
@@ -69,7 +71,7 @@ class StreamingRunConfig(Config):
 
 
 def table_key(pipeline: str) -> AssetKey:
-    return AssetKey(["tables", pipeline])
+    return AssetKey(table_key_path(pipeline))
 
 
 def streaming_command(pipeline: Pipeline, version: str, config: StreamingRunConfig) -> list[str]:
@@ -101,9 +103,6 @@ def streaming_command(pipeline: Pipeline, version: str, config: StreamingRunConf
     if config.force_replay:
         cmd.append("--force")
     return cmd
-
-
-VERSION_TAG = "kappa/version"
 
 
 def run_version(context: AssetExecutionContext, requested: str | None, declared: str) -> str:

@@ -8,13 +8,14 @@ from dagster import (
     observable_source_asset,
 )
 
+from assets.names import topic_key_path
 from assets.resources import KappaSettings
-from kappa.topics import TOPIC_CONFIGS
-from streaming.kafka_log import KafkaLog
+from streaming.kafka.admin import TOPIC_CONFIGS
+from streaming.kafka.log import KafkaLog
 
 
 def topic_key(topic: str) -> AssetKey:
-    return AssetKey(["kafka", topic])
+    return AssetKey(topic_key_path(topic))
 
 
 def topic_asset(topic: str) -> SourceAsset:

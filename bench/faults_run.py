@@ -23,10 +23,10 @@ from bench.faults_env import Disk, Seaweed
 from bench.faults_workload import TOPIC, EventStream
 from bench.processes import StreamingJob
 from kappa.broker import EmbeddedBroker
-from streaming.deployment import Deployment
-from streaming.kafka_log import CLIENT_LOGGER
-from streaming.table_reader import last_end_offsets
-from tests.conftest import free_port, make_settings
+from kappa.testing.settings import free_port, private_settings
+from streaming.delta.table_reader import last_end_offsets
+from streaming.kafka.log import CLIENT_LOGGER
+from streaming.run.deployment import Deployment
 
 KILL_TARGETS = ("random moment", "Delta commit", "before checkpoint commit", "start-up")
 
@@ -79,9 +79,9 @@ class FaultRun:
         self.work = work
         self.rng = random.Random(seed)
         self.disk = Disk(work / "home")
-        self.settings = make_settings(self.disk.path, free_port())
+        self.settings = private_settings(self.disk.path, free_port())
         # The broker keeps its pid and log off the faulty disk: only the platform's data is on it.
-        self.broker_settings = make_settings(work / "broker-home", self.settings.broker.port)
+        self.broker_settings = private_settings(work / "broker-home", self.settings.broker.port)
         self.seaweed = Seaweed(work / "seaweed", work / "logs" / "seaweed.log") if durable else None
         self.broker = EmbeddedBroker(self.broker_settings)
         self.deployment = Deployment("customers", "v1", self.disk.path)
@@ -400,10 +400,10 @@ def memory_broker_data_loss(work: Path, seed: int) -> FaultRow:
     The restarted broker has an empty, recreated topic whose log ends below the checkpoint; a
     query that went on would silently skip records. A second start must refuse as well.
     """
-    from tests.producing import customer_changes, send
+    from kappa.testing.producing import customer_changes, send
 
     home = work / "memory-home"
-    settings = make_settings(home, free_port())
+    settings = private_settings(home, free_port())
     broker = EmbeddedBroker(settings)
     broker.start()
     deployment = Deployment("customers", "v1", home)

@@ -22,10 +22,10 @@ from deltalake import DeltaTable
 
 from bench.processes import CommitWatcher, MeasuredJob, SeenCommit
 from bench.workload import TOPIC, Workload
-from streaming import offsets as off
-from streaming.batch import batch_end_offsets
-from streaming.deployment import Deployment
-from streaming.kafka_log import KafkaLog
+from streaming.kafka import offsets as off
+from streaming.kafka.log import KafkaLog
+from streaming.run.deployment import Deployment
+from streaming.run.micro_batch import batch_end_offsets
 
 RUN_TIMEOUT_S = 1800.0
 # Every bench deployment reads the log on its own: none follows the live version's commits.
@@ -244,11 +244,11 @@ def measure_steady(
     Every run stops at ``backlog_end`` (the first ``--events`` records), whose reference state is
     ``expected``.
     """
-    from kappa.settings import load_settings
-    from streaming import offsets as off
-    from streaming.pipelines import get_pipeline
-    from streaming.runner import PipelineRunner, RunOptions
-    from streaming.spark_session import build_spark_session
+    from streaming.define.registry import get_pipeline
+    from streaming.kafka import offsets as off
+    from streaming.run.runner import PipelineRunner, RunOptions
+    from streaming.run.spark_session import build_spark_session
+    from streaming.settings import load_settings
 
     settings = load_settings(env=bench.env)
     started = time.perf_counter()

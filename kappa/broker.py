@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kappa.errors import BrokerError
-from kappa.settings import Settings
+from streaming.settings import Settings
 
 
 @dataclass(frozen=True)

@@ -16,10 +16,11 @@ from types import FrameType
 
 from kappa.broker import EmbeddedBroker
 from kappa.dagster_api import DagsterApi
-from kappa.processes import ManagedProcess, wait_until
-from kappa.settings import REPO_ROOT, Settings
-from kappa.topics import ensure_topics
-from streaming.pipelines import all_topics
+from kappa.processes import ManagedProcess
+from streaming.define.registry import all_topics
+from streaming.kafka.admin import ensure_topics
+from streaming.settings import REPO_ROOT, Settings
+from streaming.wait import wait_until
 
 
 def dagster_home(settings: Settings) -> str:

@@ -27,6 +27,6 @@ fi
 
 # The Spark driver's class archive (streaming/jvm_archive.py): halves SparkSession start-up.
 # Built once per Java + Spark installation, under ~/.cache/kappa/jvm (about 40 s, 170 MB).
-if ! .venv/bin/python -m streaming.jvm_archive --if-missing; then
+if ! .venv/bin/python -m streaming.run.jvm_archive --if-missing; then
   echo "bootstrap: could not build the JVM class archive; Spark will start without it" >&2
 fi

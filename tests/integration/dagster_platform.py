@@ -12,11 +12,12 @@ from dagster_graphql import DagsterGraphQLClient
 from kappa.broker import EmbeddedBroker
 from kappa.dagster_api import DagsterApi
 from kappa.platform_up import dagster_dev
-from kappa.processes import ManagedProcess, wait_until
-from kappa.settings import Settings
-from streaming.deployment import Deployment
-from streaming.lock import DeploymentLock
-from tests.conftest import make_settings
+from kappa.processes import ManagedProcess
+from kappa.testing.settings import private_settings
+from streaming.run.deployment import Deployment
+from streaming.run.lock import DeploymentLock
+from streaming.settings import Settings
+from streaming.wait import wait_until
 
 
 @dataclass
@@ -49,7 +50,7 @@ class Platform:
 
 @contextmanager
 def running_platform(home: Path) -> Iterator[Platform]:
-    settings = make_settings(home)
+    settings = private_settings(home)
     broker = EmbeddedBroker(settings)
     broker.start()
     dagster = dagster_dev(settings).start()

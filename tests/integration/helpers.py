@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from kappa.settings import Settings
-from streaming.deployment import Deployment
-from streaming.pipelines import get_pipeline
-from streaming.reporting import Snapshot
-from streaming.runner import PipelineRunner, RunOptions
-from streaming.table_reader import read_arrow
-from tests.reference import table_state
+from kappa.testing.reference import table_state
+from streaming.define.registry import get_pipeline
+from streaming.delta.table_reader import read_arrow
+from streaming.run.deployment import Deployment
+from streaming.run.reporting import Snapshot
+from streaming.run.runner import PipelineRunner, RunOptions
+from streaming.settings import Settings
 
 
 def run_until_caught_up(spark: Any, settings: Settings, name: str, **options: Any) -> Snapshot:

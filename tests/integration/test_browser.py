@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from dagster import DagsterInstance
 
-from kappa.processes import wait_until
-from kappa.settings import REPO_ROOT
+from kappa.testing.producing import send, transactions
+from streaming.settings import REPO_ROOT
+from streaming.wait import wait_until
 from tests.integration.dagster_platform import running_platform
-from tests.producing import send, transactions
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

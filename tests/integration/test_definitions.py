@@ -11,10 +11,10 @@ from dagster import AssetKey, DagsterInstance, materialize
 
 from assets.definitions import defs
 from assets.resources import KappaSettings
-from kappa.settings import REPO_ROOT
+from kappa.testing.producing import customer_changes, send
+from kappa.testing.reference import customers_state, replay
+from streaming.settings import REPO_ROOT
 from tests.integration.helpers import table_rows
-from tests.producing import customer_changes, send
-from tests.reference import customers_state, replay
 
 
 def test_definitions_load_with_topics_upstream_of_tables():

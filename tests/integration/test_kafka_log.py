@@ -8,9 +8,9 @@ import time
 import pytest
 from confluent_kafka import Producer
 
-from kappa.topics import ensure_topics
-from streaming.kafka_log import KafkaLog
-from tests.producing import Out, send
+from kappa.testing.producing import Out, send
+from streaming.kafka.admin import ensure_topics
+from streaming.kafka.log import KafkaLog
 
 pytestmark = pytest.mark.integration
 

@@ -7,13 +7,13 @@ import uuid
 
 import pytest
 
-from kappa.topics import ensure_topics
+from kappa.testing.producing import Out, send
 from streaming.errors import DataLossError
-from streaming.kafka_log import KafkaLog
-from streaming.kafka_reader import read_ranges
-from streaming.kafka_source import FORMAT
-from streaming.offsets import PartitionRange
-from tests.producing import Out, send
+from streaming.kafka.admin import ensure_topics
+from streaming.kafka.log import KafkaLog
+from streaming.kafka.offsets import PartitionRange
+from streaming.kafka.reader import read_ranges
+from streaming.kafka.source import FORMAT
 
 pytestmark = pytest.mark.integration
 

@@ -13,10 +13,10 @@ from dagster_graphql import DagsterGraphQLClient
 
 from kappa.broker import EmbeddedBroker
 from kappa.dagster_api import DagsterApi
-from kappa.processes import wait_until
-from kappa.settings import REPO_ROOT
-from streaming.deployment import Deployment
-from streaming.lock import DeploymentLock
+from streaming.run.deployment import Deployment
+from streaming.run.lock import DeploymentLock
+from streaming.settings import REPO_ROOT
+from streaming.wait import wait_until
 from tests.integration.dagster_platform import _ready
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

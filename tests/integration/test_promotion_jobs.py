@@ -11,12 +11,12 @@ from pyspark.sql import functions as F
 
 from assets.definitions import defs
 from assets.resources import KappaSettings
+from kappa.testing.producing import customer_changes, send
 from quality.rules import ComparisonPolicy
-from streaming.deployment import Deployment
-from streaming.live import history, live_version, switch
-from streaming.pipelines import get_pipeline, registry
-from streaming.runner import PipelineRunner, RunOptions
-from tests.producing import customer_changes, send
+from streaming.define.registry import get_pipeline, registry
+from streaming.run.deployment import Deployment
+from streaming.run.runner import PipelineRunner, RunOptions
+from streaming.versions.live_pointer import history, live_version, switch
 
 pytestmark = pytest.mark.integration
 
@@ -34,7 +34,7 @@ def _run(spark, settings, pipeline) -> None:  # type: ignore[no-untyped-def]
 
 
 def _broken_emails(records):  # type: ignore[no-untyped-def]
-    from streaming.pipelines.customers import transform
+    from pipelines.customers import transform
 
     rows = transform(records)
     broken = F.when(F.col("customer_id") < "k00030", F.lit("broken@example.com"))
@@ -42,7 +42,7 @@ def _broken_emails(records):  # type: ignore[no-untyped-def]
 
 
 def _upper_names(records):  # type: ignore[no-untyped-def]
-    from streaming.pipelines.customers import transform
+    from pipelines.customers import transform
 
     return transform(records).withColumn("name", F.upper("name"))
 

@@ -19,15 +19,15 @@ from typing import Any
 import pytest
 from dagster import AssetCheckKey, AssetKey, DagsterInstance
 
-from kappa.processes import wait_until
-from kappa.promotion import comparison_offsets
-from streaming import offsets as off
-from streaming.deployment import Deployment
-from streaming.live import history, live_table_path, live_version
-from streaming.table_reader import commits, last_end_offsets, read_arrow
+from kappa.testing.producing import customer_changes, send
+from kappa.testing.reference import Record, customers_state, replay, table_state
+from streaming.delta.table_reader import commits, last_end_offsets, read_arrow
+from streaming.kafka import offsets as off
+from streaming.run.deployment import Deployment
+from streaming.versions.live_pointer import history, live_table_path, live_version
+from streaming.versions.promotion import comparison_offsets
+from streaming.wait import wait_until
 from tests.integration.dagster_platform import Platform, running_platform
-from tests.producing import customer_changes, send
-from tests.reference import Record, customers_state, replay, table_state
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -38,7 +38,7 @@ from dataclasses import replace
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from streaming.pipelines import customers as base
+from pipelines import customers as base
 
 VERSION = "{version}"
 

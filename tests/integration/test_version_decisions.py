@@ -13,17 +13,17 @@ import pyarrow as pa
 import pytest
 from deltalake import CommitProperties, write_deltalake
 
-from kappa.retention import expired_versions
-from kappa.settings import Settings
-from kappa.version_decisions import candidate_to_launch, comparison_to_run
-from kappa.version_overview import overview
-from streaming.alignment import LiveAlignment
-from streaming.code_pins import pinned_pipeline
-from streaming.compacted_table import BATCH_ID, END_OFFSETS
-from streaming.deployment import Deployment
-from streaming.live import claim_first, switch
-from streaming.pipelines import get_pipeline, registry
-from tests.producing import customer_changes, send
+from kappa.testing.producing import customer_changes, send
+from streaming.define.registry import get_pipeline, registry
+from streaming.delta.compacted_table import BATCH_ID, END_OFFSETS
+from streaming.run.deployment import Deployment
+from streaming.settings import Settings
+from streaming.versions.alignment import LiveAlignment
+from streaming.versions.code_pins import pinned_pipeline
+from streaming.versions.decisions import candidate_to_launch, comparison_to_run
+from streaming.versions.live_pointer import claim_first, switch
+from streaming.versions.overview import overview
+from streaming.versions.retention import expired_versions
 
 pytestmark = pytest.mark.integration
 
@@ -128,7 +128,7 @@ def test_a_deployment_keeps_its_pinned_code_after_the_module_changes(settings, t
     module = package / "mine.py"
     template = (
         "from dataclasses import replace\n"
-        "from streaming.pipelines import customers as base\n"
+        "from pipelines import customers as base\n"
         "def transform(records):\n"
         "    return base.transform(records){}\n"
         "PIPELINE = replace(base.PIPELINE, version={!r}, transform=transform)\n"
@@ -161,7 +161,7 @@ def pinned_pipeline_from(settings: Settings, module: object):  # type: ignore[no
     try:
         return pinned_pipeline(settings.home, "customers", None)
     finally:
-        registry()["customers"] = sys.modules["streaming.pipelines.customers"].PIPELINE
+        registry()["customers"] = sys.modules["pipelines.customers"].PIPELINE
 
 
 def test_pins_live_next_to_the_deployment(settings: Settings) -> None:
@@ -171,8 +171,8 @@ def test_pins_live_next_to_the_deployment(settings: Settings) -> None:
 
 
 def test_a_new_deployment_can_start_at_a_timestamp(settings, broker):
-    from streaming.kafka_log import KafkaLog
-    from streaming.start_position import offsets_at_timestamp
+    from streaming.kafka.log import KafkaLog
+    from streaming.kafka.start_position import offsets_at_timestamp
 
     send(settings, customer_changes(400, seed=5))
     client = settings.kafka.client_config()
@@ -188,6 +188,6 @@ def test_a_new_deployment_can_start_at_a_timestamp(settings, broker):
 
 
 def wait_until_clock_passes(ms: int) -> bool:
-    from kappa.processes import wait_until
+    from streaming.wait import wait_until
 
     return wait_until(lambda: time.time() * 1000 > ms, timeout_s=1.0, interval_s=0.001)

@@ -7,11 +7,11 @@ import dataclasses
 import pytest
 from pyspark.sql import functions as F
 
-from streaming.deployment import Deployment
-from streaming.pipelines import get_pipeline
-from streaming.reporting import NullReporter
-from streaming.runner import PipelineRunner, RunOptions
-from tests.producing import customer_changes, send
+from kappa.testing.producing import customer_changes, send
+from streaming.define.registry import get_pipeline
+from streaming.run.deployment import Deployment
+from streaming.run.reporting import NullReporter
+from streaming.run.runner import PipelineRunner, RunOptions
 
 pytestmark = pytest.mark.integration
 
@@ -38,7 +38,7 @@ def _run(spark, settings, pipeline):  # type: ignore[no-untyped-def]
 
 
 def _shouting_transform(records):  # type: ignore[no-untyped-def]
-    from streaming.pipelines.customers import transform
+    from pipelines.customers import transform
 
     return transform(records).withColumn("name", F.upper("name"))
 
@@ -70,27 +70,27 @@ def _run_version(spark, settings, pipeline, **options):  # type: ignore[no-untyp
 
 def _v2_transform(records):  # type: ignore[no-untyped-def]
     """Same output as v1, computed differently (a refactoring)."""
-    from streaming.pipelines.customers import transform
+    from pipelines.customers import transform
 
     return transform(records.select("*"))
 
 
 def _buggy_transform(records):  # type: ignore[no-untyped-def]
-    from streaming.pipelines.customers import transform
+    from pipelines.customers import transform
 
     return transform(records).withColumn("email", F.lit("broken@example.com"))
 
 
 def test_side_by_side_reprocess_promote_rollback_retire(spark, settings, broker, monkeypatch):
-    from kappa.promotion import PromotionBlockedError, promote, rollback
     from kappa.table_output import resolve_deployment
-    from streaming import offsets as off
-    from streaming.live import history, live_version
-    from streaming.pipelines import registry
-    from streaming.table_reader import last_end_offsets, read_arrow
-    from streaming.versions import RetireRefusedError, retire
+    from kappa.testing.reference import customers_state, replay, table_state
+    from streaming.define.registry import registry
+    from streaming.delta.table_reader import last_end_offsets, read_arrow
+    from streaming.kafka import offsets as off
+    from streaming.versions.live_pointer import history, live_version
+    from streaming.versions.promotion import PromotionBlockedError, promote, rollback
+    from streaming.versions.retire import RetireRefusedError, retire
     from tests.integration.helpers import table_rows
-    from tests.reference import customers_state, replay, table_state
 
     v1 = get_pipeline("customers")
     send(settings, customer_changes(2000, seed=42))
@@ -151,7 +151,7 @@ def test_side_by_side_reprocess_promote_rollback_retire(spark, settings, broker,
 
     # the UI job refuses too, and says why
     from assets.resources import KappaSettings
-    from assets.version_jobs import promote_version
+    from assets.versions.jobs import promote_version
 
     result = promote_version.execute_in_process(
         run_config={

@@ -1,0 +1,240 @@
+"""The streaming job's entry point: ``python -m streaming run PIPELINE [options]``.
+
+This is what Dagster launches (through Dagster Pipes, with ``--pipes``) and what ``kappa run``
+calls in-process. SIGINT or SIGTERM stops the query at a micro-batch boundary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from types import FrameType
+
+from streaming.define.pipeline import Pipeline
+from streaming.errors import DataLossError, KappaError, RunError
+from streaming.kafka.offsets import DEFAULT_BATCH_RECORDS
+from streaming.run.deployment import Deployment
+from streaming.run.health import HealthThresholds
+from streaming.run.lock import DeploymentBusyError, DeploymentLock
+from streaming.run.reporting import LogReporter, Reporter, Snapshot
+from streaming.run.runner import PipelineRunner, RunOptions
+from streaming.settings import Settings, load_settings
+from streaming.versions.code_pins import pinned_pipeline
+from streaming.versions.live_pointer import claim_first
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("pipeline", help="pipeline name, e.g. customers")
+    parser.add_argument("--version", help="deployment version (default: the pipeline's declared)")
+    parser.add_argument(
+        "--until-caught-up",
+        action="store_true",
+        help="process everything available now (availableNow trigger) and exit",
+    )
+    parser.add_argument(
+        "--trigger-interval",
+        default="1 second",
+        help="micro-batch interval in continuous mode (default: 1 second)",
+    )
+    parser.add_argument(
+        "--max-offsets-per-trigger",
+        type=int,
+        default=DEFAULT_BATCH_RECORDS,
+        help=f"cap on records per micro-batch (default {DEFAULT_BATCH_RECORDS:,})",
+    )
+    parser.add_argument(
+        "--starting-offsets",
+        default="earliest",
+        help="earliest | latest | JSON offsets, for a new checkpoint only",
+    )
+    parser.add_argument(
+        "--report-every",
+        type=float,
+        default=5.0,
+        help="seconds between progress reports (default: 5)",
+    )
+    parser.add_argument(
+        "--lag-threshold",
+        type=int,
+        default=10_000,
+        help="records of lag above which the deployment is lagging",
+    )
+    parser.add_argument(
+        "--stall-after",
+        type=float,
+        default=60.0,
+        help="seconds without a batch, with input waiting, before 'stalled'",
+    )
+    _add_version_arguments(parser)
+
+
+def _add_version_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--until-live",
+        action="store_true",
+        help="stop at exactly the input offsets the live version has committed (for comparing)",
+    )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="replay from the earliest offsets even if the log lost its beginning",
+    )
+    parser.add_argument(
+        "--starting-timestamp",
+        type=int,
+        help="a new deployment starts at the first records at or after this time (epoch ms)",
+    )
+    parser.add_argument(
+        "--no-follow-live",
+        action="store_true",
+        help="while not live, do not cut batches at the live version's commits (no comparison)",
+    )
+
+
+def options_from_args(args: argparse.Namespace) -> RunOptions:
+    return RunOptions(
+        until_caught_up=args.until_caught_up,
+        trigger_interval=args.trigger_interval,
+        max_offsets_per_trigger=args.max_offsets_per_trigger,
+        starting_offsets=args.starting_offsets,
+        report_every_s=args.report_every,
+        thresholds=HealthThresholds(args.lag_threshold, args.stall_after),
+        until_live=args.until_live,
+        allow_missing_history=args.force,
+        follow_live=not args.no_follow_live,
+        starting_timestamp_ms=args.starting_timestamp,
+    )
+
+
+def run_pipeline(
+    settings: Settings,
+    pipeline_name: str,
+    version: str | None,
+    options: RunOptions,
+    reporter: Reporter,
+) -> Snapshot:
+    """Run one deployment in this process until caught up or stopped by SIGINT/SIGTERM.
+
+    The signal handlers are installed before anything slow starts, so a stop request during
+    start-up (Spark takes seconds) ends the run cleanly instead of interrupting it half-way.
+    """
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        pinned = pinned_pipeline(settings.home, pipeline_name, version)
+        pipeline = pinned.pipeline
+        deployment = Deployment(pipeline.name, pipeline.version, settings.home)
+        _check_broker(settings, pipeline.topics)
+        options = _resolve_versions(settings, pipeline, deployment, options)
+        lock = DeploymentLock(deployment.lock_path)
+        lock.acquire(deployment.id, run_id=os.environ.get("KAPPA_RUN_ID"))
+        try:
+            if pinned.warning:
+                reporter.warning(pinned.warning)
+            claim_first(settings.home, pipeline.name, deployment.version, "first deployment")
+            from streaming.run.spark_session import build_spark_session
+
+            spark = build_spark_session(
+                settings.spark.master, settings.spark.conf, app_name=f"kappa-{deployment.id}"
+            )
+            runner = PipelineRunner(
+                spark,
+                pipeline,
+                deployment,
+                settings.kafka.client_config(),
+                options,
+                reporter,
+                stop=stop,
+            )
+            return runner.run()
+        finally:
+            lock.release()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _resolve_versions(
+    settings: Settings, pipeline: Pipeline, deployment: Deployment, options: RunOptions
+) -> RunOptions:
+    """Apply --until-live and the replay-from-the-beginning guard."""
+    from dataclasses import replace
+
+    from streaming.delta.table_reader import last_end_offsets
+    from streaming.kafka import offsets as off
+    from streaming.kafka.history import check_log_has_beginning
+    from streaming.versions.live_pointer import live_version
+
+    fresh = not (deployment.checkpoint_path / "offsets").exists()
+    if fresh and options.starting_timestamp_ms is not None:
+        from streaming.kafka.start_position import offsets_at_timestamp
+
+        start = offsets_at_timestamp(
+            settings.kafka.client_config(), pipeline.topics, options.starting_timestamp_ms
+        )
+        options = replace(options, starting_offsets=off.dumps(start))
+    elif fresh and options.starting_offsets == "earliest" and not options.allow_missing_history:
+        check_log_has_beginning(settings.kafka.client_config(), pipeline.topics)
+    if not options.until_live:
+        return options
+    live = live_version(settings.home, pipeline.name)
+    if live is None or live == deployment.version:
+        msg = f"--until-live needs another live version of {pipeline.name} (live: {live})"
+        raise RunError(msg)
+    ending = last_end_offsets(Deployment(pipeline.name, live, settings.home).table_path)
+    if ending is None:
+        msg = f"the live version {live} of {pipeline.name} has committed nothing yet"
+        raise RunError(msg)
+    return replace(options, until_caught_up=True, ending_offsets=off.dumps(ending))
+
+
+def _check_broker(settings: Settings, topics: Sequence[str]) -> None:
+    from streaming.kafka.log import KafkaLog, topic_partitions_or_error
+
+    with KafkaLog(settings.kafka.client_config(), timeout_s=5.0) as log:
+        topic_partitions_or_error(log, list(topics))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m streaming")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run one pipeline")
+    add_run_arguments(run)
+    run.add_argument("--pipes", action="store_true", help="report to Dagster through Pipes")
+    args = parser.parse_args(argv)
+    try:
+        settings = load_settings()
+        options = options_from_args(args)
+        if args.pipes:
+            from streaming.run.pipes_reporter import pipes_reporter
+
+            with pipes_reporter() as reporter:
+                run_pipeline(settings, args.pipeline, args.version, options, reporter)
+        else:
+            run_pipeline(settings, args.pipeline, args.version, options, LogReporter())
+    except KappaError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exit_code(exc)
+    return 0
+
+
+EXIT_USER_ERROR = 2
+EXIT_DATA_LOSS = 3
+EXIT_BUSY = 4
+
+
+def exit_code(exc: Exception) -> int:
+    """Exit codes a supervisor can act on: data loss and 'already running' are not retried."""
+    if isinstance(exc, DataLossError):
+        return EXIT_DATA_LOSS
+    if isinstance(exc, DeploymentBusyError):
+        return EXIT_BUSY
+    return EXIT_USER_ERROR

@@ -1,0 +1,75 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from streaming.errors import ConfigError
+from streaming.settings import load_settings
+
+
+def _config(tmp_path: Path, text: str) -> Path:
+    platform_dir = tmp_path / "platform"
+    platform_dir.mkdir(exist_ok=True)
+    path = platform_dir / "kappa.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_flags_beat_environment_beat_file(tmp_path):
+    path = _config(tmp_path, "home: from-file\nkafka:\n  bootstrap_servers: file:9092\n")
+    from_file = load_settings(path, env={})
+    assert from_file.kafka.bootstrap_servers == "file:9092"
+    assert from_file.home == tmp_path / "from-file"
+    env = {"KAFKA_BOOTSTRAP_SERVERS": "env:9092", "KAPPA_HOME": "/tmp/env-home"}
+    from_env = load_settings(path, env=env)
+    assert from_env.kafka.bootstrap_servers == "env:9092"
+    assert from_env.home == Path("/tmp/env-home")
+    from_flags = load_settings(path, env=env, overrides={"kafka.bootstrap_servers": "flag:1"})
+    assert from_flags.kafka.bootstrap_servers == "flag:1"
+
+
+def test_bootstrap_defaults_to_the_embedded_broker_port(tmp_path):
+    path = _config(tmp_path, "broker:\n  port: 19999\n")
+    assert load_settings(path, env={}).kafka.bootstrap_servers == "127.0.0.1:19999"
+
+
+def test_kafka_client_pass_through_and_secrets_are_redacted(tmp_path):
+    path = _config(tmp_path, "kafka:\n  client:\n    security.protocol: SASL_SSL\n")
+    settings = load_settings(
+        path,
+        env={"KAPPA_KAFKA_SASL_PASSWORD": "hunter2"},
+        overrides={"kafka.client.sasl.username": "me"},
+    )
+    assert settings.kafka.client_config()["sasl.password"] == "hunter2"
+    assert settings.kafka.client_config()["security.protocol"] == "SASL_SSL"
+    redacted = settings.kafka.redacted_client()
+    assert redacted["sasl.password"] == "***" and redacted["sasl.username"] == "me"
+    assert "hunter2" not in repr(redacted)
+
+
+@pytest.mark.parametrize(
+    ("text", "env", "message"),
+    [
+        ("broker:\n  port: seventy\n", {}, "broker.port"),
+        ("kafka:\n  bootstrap_servers: nohostport\n", {}, "host:port"),
+        ("[1, 2]\n", {}, "mapping"),
+        ("spark: {}\n", {"KAPPA_SPARK_CONF": "not json"}, "KAPPA_SPARK_CONF"),
+        ("unknown_section: 1\n", {}, "unknown_section"),
+    ],
+)
+def test_bad_settings_fail_with_a_message_naming_the_setting(tmp_path, text, env, message):
+    with pytest.raises(ConfigError, match=message):
+        load_settings(_config(tmp_path, text), env=env)
+
+
+def test_missing_config_file_says_how_to_fix(tmp_path):
+    with pytest.raises(ConfigError, match="KAPPA_CONFIG"):
+        load_settings(tmp_path / "nope.yaml", env={})
+
+
+def test_child_environment_round_trips(tmp_path):
+    path = _config(tmp_path, "kafka:\n  client:\n    client.id: abc\n")
+    settings = load_settings(path, env={"KAPPA_SPARK_CONF": '{"spark.x": "1"}'})
+    again = load_settings(path, env=settings.to_env())
+    assert again == settings
