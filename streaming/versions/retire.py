@@ -12,6 +12,8 @@ from streaming.errors import VersionError
 from streaming.run.deployment import Deployment
 from streaming.run.lock import DeploymentBusyError, DeploymentLock
 from streaming.settings import Settings
+from streaming.versions.alignment import cap_path
+from streaming.versions.code_pins import code_path
 from streaming.versions.live_pointer import live_version
 from streaming.wait import wait_until
 
@@ -29,7 +31,8 @@ def refuse_if_live(deployment: Deployment) -> None:
 
 
 def retire(deployment: Deployment) -> list[Path]:
-    """Delete a non-live, stopped deployment's table, checkpoint and dead letters."""
+    """Delete a non-live, stopped deployment's state: table, checkpoint, dead letters, lock, pinned
+    code and alignment cap. Its version name can then be deployed afresh, with the current code."""
     refuse_if_live(deployment)
     lock = DeploymentLock(deployment.lock_path)
     holder = lock.holder()
@@ -42,6 +45,8 @@ def retire(deployment: Deployment) -> list[Path]:
         deployment.checkpoint_path,
         deployment.dead_letter_path,
         deployment.lock_path,
+        code_path(deployment),
+        cap_path(deployment),
     ):
         if path.is_dir():
             shutil.rmtree(path)
