@@ -115,10 +115,9 @@ def _configure_logging(debug: bool) -> None:
 
 
 def _is_user_error(exc: Exception) -> bool:
-    from streaming.delta.table_reader import TableNotFoundError
     from streaming.errors import KappaError
 
-    return isinstance(exc, KappaError | TableNotFoundError)
+    return isinstance(exc, KappaError)
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:

@@ -61,6 +61,10 @@ class TableError(KappaError):
     """A compacted or dead-letter table cannot be read or written (``streaming.delta``)."""
 
 
+class TableNotFoundError(TableError, FileNotFoundError):
+    """No table at the path: its pipeline has not committed a batch yet."""
+
+
 class RunError(KappaError):
     """A deployment cannot start or its query failed (``streaming.run``)."""
 

@@ -15,15 +15,12 @@ import pyarrow as pa
 from deltalake import DeltaTable
 
 from streaming.delta.compacted_table import BATCH_ID, END_OFFSETS, FINGERPRINT
+from streaming.errors import TableNotFoundError
 from streaming.kafka import offsets as off
 
 if TYPE_CHECKING:
     import pandas as pd
     from pyspark.sql import DataFrame, SparkSession
-
-
-class TableNotFoundError(FileNotFoundError):
-    pass
 
 
 @dataclass(frozen=True)

@@ -21,8 +21,17 @@ from pathlib import Path
 from typing import Any
 
 from streaming.define.names import validate_pipeline_name, validate_version
+from streaming.errors import VersionError
 from streaming.run.deployment import Deployment
 from streaming.versions.atomic_file import write_atomically
+
+
+class NoLiveVersionError(VersionError, LookupError):
+    """The pipeline has no live version yet."""
+
+
+class LiveSwitchConflictError(VersionError):
+    """Another switch changed the live version first; nothing was changed."""
 
 
 @dataclass(frozen=True)
@@ -64,7 +73,7 @@ def live_table_path(home: Path, pipeline: str, default_version: str | None = Non
     version = live_version(home, pipeline) or default_version
     if version is None:
         msg = f"pipeline {pipeline!r} has no live version yet"
-        raise LookupError(msg)
+        raise NoLiveVersionError(msg)
     return Deployment(pipeline, version, home).table_path
 
 
@@ -111,8 +120,8 @@ def switch(
     """Make ``to_version`` live. With ``expect_from``, only if that version is live now.
 
     Raises:
-        RuntimeError: ``expect_from`` is given and another version is live (a concurrent switch
-            won); nothing changes.
+        LiveSwitchConflictError: ``expect_from`` is given and another version is live (a
+            concurrent switch won); nothing changes.
     """
     validate_pipeline_name(pipeline)
     validate_version(to_version)
@@ -123,7 +132,7 @@ def switch(
                 f"{pipeline}: expected {expect_from} to be live but {current} is; "
                 "someone else switched it first"
             )
-            raise RuntimeError(msg)
+            raise LiveSwitchConflictError(msg)
         return _record(home, pipeline, current, to_version, reason, comparison, actor)
 
 

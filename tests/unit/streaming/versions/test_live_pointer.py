@@ -6,7 +6,13 @@ import threading
 import pytest
 
 from streaming.errors import InvalidNameError
-from streaming.versions.live_pointer import history, live_table_path, live_version, switch
+from streaming.versions.live_pointer import (
+    LiveSwitchConflictError,
+    history,
+    live_table_path,
+    live_version,
+    switch,
+)
 
 
 def test_switches_are_durable_and_audited(tmp_path):
@@ -26,7 +32,7 @@ def test_switches_are_durable_and_audited(tmp_path):
 def test_a_stale_expectation_is_refused_and_changes_nothing(tmp_path):
     switch(tmp_path, "customers", "v1", "deploy")
     switch(tmp_path, "customers", "v2", "promote", expect_from="v1")
-    with pytest.raises(RuntimeError, match="someone else switched"):
+    with pytest.raises(LiveSwitchConflictError, match="someone else switched"):
         switch(tmp_path, "customers", "v1", "rollback", expect_from="v3")
     assert live_version(tmp_path, "customers") == "v2"
     assert len(history(tmp_path, "customers")) == 2
