@@ -270,6 +270,9 @@ def measure_steady(
         )
         t0 = time.perf_counter()
         runner.run()
+        if len(runner.writer.results) == runner.writer.results.maxlen:
+            msg = "more batches than the writer keeps: raise --batch-events"
+            raise RuntimeError(msg)
         runs[version] = (time.perf_counter() - t0, list(runner.writer.results))
     warmup_s, _ = runs["bench-warmup-1"]
     _, results = runs["bench-steady"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,9 @@ from streaming.delta.compacted_table import CompactedTable, change_schema, lates
 from streaming.delta.dead_letters import DeadLetters
 from streaming.kafka.decode import BatchSplitter
 from streaming.run.deployment import Deployment
+
+# Results kept for reports (the last one) and benchmarks (per-batch timings); totals cover them all.
+RECENT_RESULTS = 100
 
 
 @dataclass(frozen=True)
@@ -30,6 +34,20 @@ class BatchResult:
     finished_at: float
 
 
+@dataclass
+class BatchTotals:
+    """What every batch of this run added up to (skipped batches count as replays)."""
+
+    batches: int = 0  # committed by this run
+    input_rows: int = 0
+    dead_lettered: int = 0
+
+    def add(self, result: BatchResult) -> None:
+        self.batches += 0 if result.skipped else 1
+        self.input_rows += result.input_rows
+        self.dead_lettered += result.dead_lettered
+
+
 class BatchWriter:
     """The ``foreachBatch`` function of one deployment."""
 
@@ -42,7 +60,8 @@ class BatchWriter:
         self.dead_letters = DeadLetters(deployment.dead_letter_path, deployment.app_id)
         self.change_schema = change_schema(pipeline.table_schema, pipeline.table)
         self.splitter = BatchSplitter(pipeline)
-        self.results: list[BatchResult] = []
+        self.results: deque[BatchResult] = deque(maxlen=RECENT_RESULTS)
+        self.totals = BatchTotals()
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         started = time.monotonic()
@@ -88,19 +107,19 @@ class BatchWriter:
         end_offsets: dict[str, Any],
         started: float,
     ) -> None:
-        self.results.append(
-            BatchResult(
-                batch_id=batch_id,
-                skipped=skipped,
-                input_rows=rows,
-                dead_lettered=dead,
-                changed_keys=changed,
-                table_version=table_version,
-                end_offsets=end_offsets,
-                duration_s=time.monotonic() - started,
-                finished_at=time.time(),
-            )
+        result = BatchResult(
+            batch_id=batch_id,
+            skipped=skipped,
+            input_rows=rows,
+            dead_lettered=dead,
+            changed_keys=changed,
+            table_version=table_version,
+            end_offsets=end_offsets,
+            duration_s=time.monotonic() - started,
+            finished_at=time.time(),
         )
+        self.results.append(result)
+        self.totals.add(result)
 
 
 def batch_end_offsets(checkpoint: Path, batch_id: int) -> dict[str, Any]:

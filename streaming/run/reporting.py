@@ -143,8 +143,8 @@ def take_snapshot(
     ``committed_before`` is the table's position when this run started (its last commit's end
     offsets), the position until the run commits a batch of its own.
     """
-    results = writer.results
-    committed = off.from_spark(results[-1].end_offsets) if results else committed_before
+    last = writer.results[-1] if writer.results else None
+    committed = off.from_spark(last.end_offsets) if last else committed_before
     latest = log.latest(pipeline.topics)
     lag = {
         t: {str(p): max(0, end - committed.get(t, {}).get(p, 0)) for p, end in parts.items()}
@@ -162,17 +162,17 @@ def take_snapshot(
         latest_offsets=off.to_spark(latest),
         lag=lag,
         total_lag=off.total_lag(committed, latest),
-        batches=sum(1 for r in results if not r.skipped),
-        records_processed=sum(r.input_rows for r in results),
+        batches=writer.totals.batches,
+        records_processed=writer.totals.input_rows,
         input_rows_per_s=float(progress.get("inputRowsPerSecond") or 0.0),
         processed_rows_per_s=float(progress.get("processedRowsPerSecond") or 0.0),
-        last_batch_duration_s=results[-1].duration_s if results else 0.0,
-        last_batch_at=results[-1].finished_at if results else None,
+        last_batch_duration_s=last.duration_s if last else 0.0,
+        last_batch_at=last.finished_at if last else None,
         table_rows=table.count(),
         table_version=table.version(),
         table_path=str(deployment.table_path),
         dead_lettered_total=writer.dead_letters.count(),
-        dead_lettered_run=sum(r.dead_lettered for r in results),
+        dead_lettered_run=writer.totals.dead_lettered,
         duration_s=time.time() - started,
         fingerprint_drift=fingerprint_drift,
     )
