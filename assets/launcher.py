@@ -63,7 +63,7 @@ def run_deployment(
             f"{holder.get('run_id')}); not starting a second copy. Stop that run first."
         )
         return
-    log_file = settings.logs_dir / f"{deployment.id}.log"
+    log_file = deployment.log_path
     log_file.parent.mkdir(parents=True, exist_ok=True)
     relay = _Relay(context, pipeline)
     with open_pipes_session(

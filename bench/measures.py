@@ -22,6 +22,7 @@ from deltalake import DeltaTable
 
 from bench.processes import CommitWatcher, MeasuredJob, SeenCommit
 from bench.workload import TOPIC, Workload
+from streaming.home import Home
 from streaming.kafka import offsets as off
 from streaming.kafka.log import KafkaLog
 from streaming.run.deployment import Deployment
@@ -43,8 +44,8 @@ class BenchEnv:
         return Deployment("customers", version, self.home).table_path
 
     def streaming(self, name: str, *args: str) -> MeasuredJob:
-        """``python -m streaming run customers ARGS``, logging to ``bench-logs/NAME-001.log``."""
-        return MeasuredJob(self.env, [TOPIC, *args], self.home / "bench-logs", name)
+        """``python -m streaming run customers ARGS``, logging to ``logs/NAME-001.log``."""
+        return MeasuredJob(self.env, [TOPIC, *args], Home(self.home).logs, name)
 
     def topic_end(self) -> dict[int, int]:
         with KafkaLog(self.kafka_client) as log:

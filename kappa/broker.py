@@ -61,8 +61,8 @@ class EmbeddedBroker:
         self._settings = settings
         self.storage = storage
         self._env = dict(env or {})
-        self.pid_file = settings.run_dir / "broker.pid"
-        self.log_file = settings.logs_dir / "broker.log"
+        self.pid_file = settings.home.broker_pid
+        self.log_file = settings.home.log("broker")
 
     @property
     def address(self) -> str:

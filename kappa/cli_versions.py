@@ -133,13 +133,13 @@ def add_quality_commands(sub: argparse._SubParsersAction) -> None:  # type: igno
 def _quality_report(settings: Settings, args: argparse.Namespace) -> int:
     from kappa.table_output import resolve_deployment
     from quality import load_result, render
-    from streaming.table_quality import run_table_suite, validation_path
+    from streaming.table_quality import run_table_suite
 
     pipeline = get_pipeline(args.pipeline)
     deployment = resolve_deployment(settings, pipeline.name, args.version)
     if args.run:
         run_table_suite(settings, pipeline, deployment.version)
-    path = validation_path(settings, deployment.id)
+    path = settings.home.validation(deployment.id)
     if not path.exists():
         print(
             f"kappa: error: no quality results for {deployment.id} yet; run the "
@@ -148,11 +148,6 @@ def _quality_report(settings: Settings, args: argparse.Namespace) -> int:
         )
         return 2
     print(render(load_result(path)))
-    comparisons = sorted(
-        (settings.home / "quality" / "comparisons").glob(
-            f"{pipeline.name}__*__{deployment.version}.json"
-        )
-    )
-    for found in comparisons:
+    for found in settings.home.comparisons_of(pipeline.name, deployment.version):
         print(render(load_result(found)))
     return 0

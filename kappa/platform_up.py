@@ -24,7 +24,7 @@ from streaming.wait import wait_until
 
 
 def dagster_home(settings: Settings) -> str:
-    home = settings.home / "dagster"
+    home = settings.home.dagster
     home.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(REPO_ROOT / "platform" / "dagster.yaml", home / "dagster.yaml")
     return str(home)
@@ -55,7 +55,7 @@ def dagster_dev(settings: Settings) -> ManagedProcess:
             "-p",
             str(settings.dagster.port),
         ],
-        settings.logs_dir / "dagster.log",
+        settings.home.log("dagster"),
         env=child_env(settings),
         cwd=REPO_ROOT,
     )
@@ -92,13 +92,13 @@ def run_platform(settings: Settings, producer_rate: float | None) -> int:
                         "--rate",
                         str(producer_rate),
                     ],
-                    settings.logs_dir / "producer.log",
+                    settings.home.log("producer"),
                     env=env,
                     cwd=REPO_ROOT,
                 ).start()
             )
             print(
-                f"demo producer: {producer_rate:g} events/s (log {settings.logs_dir}/producer.log)"
+                f"demo producer: {producer_rate:g} events/s (log {settings.home.log('producer')})"
             )
         dagster = dagster_dev(settings).start()
         children.append(dagster)
@@ -114,7 +114,7 @@ def run_platform(settings: Settings, producer_rate: float | None) -> int:
             time.sleep(0.2)
         dead = [c.name for c in children if not c.alive()]
         if dead and not stopping:
-            print(f"{', '.join(dead)} exited; see {settings.logs_dir}; stopping", file=sys.stderr)
+            print(f"{', '.join(dead)} exited; see {settings.home.logs}; stopping", file=sys.stderr)
             return 1
         return 0
     finally:

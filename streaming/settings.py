@@ -10,12 +10,21 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    ValidationError,
+    field_validator,
+)
 
 from streaming.errors import ConfigError
+from streaming.home import Home, as_home
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CONFIG_FILE = REPO_ROOT / "platform" / "kappa.yaml"
@@ -91,32 +100,14 @@ class VersionSettings(_Frozen):
 class Settings(_Frozen):
     """Everything a component needs to know about where the platform runs."""
 
-    home: Path = REPO_ROOT / ".kappa"
+    home: Annotated[Home, BeforeValidator(as_home), PlainSerializer(str)] = Home(
+        REPO_ROOT / ".kappa"
+    )
     kafka: KafkaSettings = Field(default_factory=KafkaSettings)
     broker: BrokerSettings = Field(default_factory=BrokerSettings)
     spark: SparkSettings = Field(default_factory=SparkSettings)
     dagster: DagsterSettings = Field(default_factory=DagsterSettings)
     versions: VersionSettings = Field(default_factory=VersionSettings)
-
-    @property
-    def tables_dir(self) -> Path:
-        return self.home / "tables"
-
-    @property
-    def checkpoints_dir(self) -> Path:
-        return self.home / "checkpoints"
-
-    @property
-    def dead_letters_dir(self) -> Path:
-        return self.home / "dead_letters"
-
-    @property
-    def logs_dir(self) -> Path:
-        return self.home / "logs"
-
-    @property
-    def run_dir(self) -> Path:
-        return self.home / "run"
 
     def to_env(self) -> dict[str, str]:
         """Environment variables that reproduce these settings in a child process."""

@@ -5,17 +5,12 @@ Dagster-free: the `quality_suite` asset check and `kappa quality report --run` b
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from streaming.define.pipeline import Pipeline
 from streaming.run.deployment import Deployment
 from streaming.settings import Settings
 from streaming.versions.live_pointer import serving_deployment
-
-
-def validation_path(settings: Settings, deployment_id: str) -> Path:
-    return settings.home / "quality" / "validations" / f"{deployment_id}.json"
 
 
 def run_table_suite(
@@ -31,7 +26,7 @@ def run_table_suite(
     result = validate_table(
         read_spark(spark, deployment.table_path),
         pipeline.quality,
-        docs_dir=settings.home / "quality" / "docs" / deployment.id,
+        docs_dir=settings.home.validation_docs(deployment.id),
     )
-    save_result(validation_path(settings, deployment.id), result)
+    save_result(settings.home.validation(deployment.id), result)
     return deployment, result

@@ -1,4 +1,5 @@
-"""A deployment is (pipeline, version): it owns its checkpoint, table and dead-letter table."""
+"""A deployment is (pipeline, version): it owns its table, checkpoint, dead letters, lock, pinned
+code, alignment cap and log, all named after its id under the platform home."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from streaming.define.names import validate_pipeline_name, validate_version
+from streaming.home import Home, as_home
 
 
 @dataclass(frozen=True)
@@ -14,9 +16,10 @@ class Deployment:
 
     pipeline: str
     version: str
-    home: Path
+    home: Home
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "home", as_home(self.home))
         validate_pipeline_name(self.pipeline)
         validate_version(self.version)
 
@@ -26,19 +29,33 @@ class Deployment:
 
     @property
     def table_path(self) -> Path:
-        return self.home / "tables" / self.id
+        return self.home.table(self.id)
 
     @property
     def checkpoint_path(self) -> Path:
-        return self.home / "checkpoints" / self.id
+        return self.home.checkpoint(self.id)
 
     @property
     def dead_letter_path(self) -> Path:
-        return self.home / "dead_letters" / self.id
+        return self.home.dead_letters(self.id)
 
     @property
     def lock_path(self) -> Path:
-        return self.home / "locks" / f"{self.id}.lock"
+        return self.home.lock(self.id)
+
+    @property
+    def code_pin_path(self) -> Path:
+        """The copy of the pipeline module this deployment runs (see ``versions.code_pins``)."""
+        return self.home.code_pin(self.id)
+
+    @property
+    def alignment_path(self) -> Path:
+        """The cap a non-live version reads its source up to (``streaming.versions.alignment``)."""
+        return self.home.alignment_cap(self.id)
+
+    @property
+    def log_path(self) -> Path:
+        return self.home.deployment_log(self.id)
 
     @property
     def app_id(self) -> str:

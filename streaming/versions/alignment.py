@@ -14,7 +14,6 @@ the live position it has processed, and when it will catch up at its current rat
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from deltalake import DeltaTable
 
@@ -48,11 +47,6 @@ def progress(
     return behind, 100.0 if backlog == 0 else max(0.0, 100.0 * (backlog - behind) / backlog)
 
 
-def cap_path(deployment: Deployment) -> Path:
-    """The deployment's ``endingOffsetsFile``: the live version's latest commit offsets."""
-    return deployment.home / "alignment" / f"{deployment.id}.json"
-
-
 class LiveAlignment:
     """Keeps a deployment's ``endingOffsetsFile`` at the live version's latest commit.
 
@@ -63,7 +57,7 @@ class LiveAlignment:
 
     def __init__(self, deployment: Deployment) -> None:
         self.deployment = deployment
-        self.path = cap_path(deployment)
+        self.path = deployment.alignment_path
         self.live: str | None = None
         self.live_offsets: off.OffsetMap | None = None
         self._table: DeltaTable | None = None

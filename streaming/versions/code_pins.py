@@ -22,6 +22,7 @@ from types import ModuleType
 from streaming.define.pipeline import Pipeline
 from streaming.define.registry import get_pipeline
 from streaming.errors import VersionError
+from streaming.home import Home
 from streaming.run.deployment import Deployment
 from streaming.versions.atomic_file import write_atomically
 
@@ -37,15 +38,11 @@ class PinnedPipeline:
     warning: str = ""
 
 
-def code_path(deployment: Deployment) -> Path:
-    return deployment.home / "code" / f"{deployment.id}.py"
-
-
-def pinned_pipeline(home: Path, name: str, version: str | None) -> PinnedPipeline:
+def pinned_pipeline(home: Home, name: str, version: str | None) -> PinnedPipeline:
     """The pipeline code a deployment of ``name`` at ``version`` (default: declared) runs."""
     declared = get_pipeline(name)
     deployment = Deployment(declared.name, version or declared.version, home)
-    path = code_path(deployment)
+    path = deployment.code_pin_path
     if path.exists():
         pinned = dataclasses.replace(_load(path, deployment), version=deployment.version)
         warning = ""

@@ -4,10 +4,10 @@ exactly (a commit of each at the same input offsets)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from streaming.define.names import validate_pipeline_name
 from streaming.delta.table_reader import commits
+from streaming.home import Home
 from streaming.kafka import offsets as off
 from streaming.run.deployment import Deployment
 
@@ -21,9 +21,9 @@ class ComparablePair:
     candidate_table_version: int
 
 
-def deployed_versions(home: Path, pipeline: str) -> list[str]:
+def deployed_versions(home: Home, pipeline: str) -> list[str]:
     validate_pipeline_name(pipeline)
-    tables = home / "tables"
+    tables = home.tables
     prefix = f"{pipeline}__"
     if not tables.is_dir():
         return []

@@ -19,7 +19,6 @@ from streaming.run.lock import DeploymentLock
 from streaming.settings import Settings
 from streaming.versions.alignment import progress
 from streaming.versions.live_pointer import live_version
-from streaming.versions.promotion import comparison_path
 
 # A candidate at most this many records behind the live position (or 99% there) is compared;
 # the comparison itself waits until it has reached the live position exactly.
@@ -116,5 +115,5 @@ def comparison_to_run(settings: Settings, pipeline: Pipeline, runs: RunState) ->
 def _failed_comparison(settings: Settings, pipeline: str, live: str, version: str) -> bool:
     from quality import load_result
 
-    path = comparison_path(settings, pipeline, live, version)
+    path = settings.home.comparison(pipeline, live, version)
     return path.exists() and not load_result(path).passed

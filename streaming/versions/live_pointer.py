@@ -22,6 +22,7 @@ from typing import Any
 
 from streaming.define.names import validate_pipeline_name, validate_version
 from streaming.errors import VersionError
+from streaming.home import Home
 from streaming.run.deployment import Deployment
 from streaming.versions.atomic_file import write_atomically
 
@@ -47,19 +48,15 @@ class Switch:
     actor: str = "kappa"
 
 
-def _dir(home: Path) -> Path:
-    return home / "live"
+def pointer_path(home: Home, pipeline: str) -> Path:
+    return home.live_pointer(validate_pipeline_name(pipeline))
 
 
-def pointer_path(home: Path, pipeline: str) -> Path:
-    return _dir(home) / f"{validate_pipeline_name(pipeline)}.json"
+def history_path(home: Home, pipeline: str) -> Path:
+    return home.live_history(validate_pipeline_name(pipeline))
 
 
-def history_path(home: Path, pipeline: str) -> Path:
-    return _dir(home) / f"{validate_pipeline_name(pipeline)}.history.jsonl"
-
-
-def live_version(home: Path, pipeline: str) -> str | None:
+def live_version(home: Home, pipeline: str) -> str | None:
     """The live version of ``pipeline``, or None when none was ever made live."""
     try:
         data = json.loads(pointer_path(home, pipeline).read_text())
@@ -68,7 +65,7 @@ def live_version(home: Path, pipeline: str) -> str | None:
     return str(data["version"])
 
 
-def live_table_path(home: Path, pipeline: str, default_version: str | None = None) -> Path:
+def live_table_path(home: Home, pipeline: str, default_version: str | None = None) -> Path:
     """The Delta table readers of ``pipeline`` should use right now."""
     version = live_version(home, pipeline) or default_version
     if version is None:
@@ -78,7 +75,7 @@ def live_table_path(home: Path, pipeline: str, default_version: str | None = Non
 
 
 def serving_deployment(
-    home: Path, pipeline: str, declared_version: str, version: str | None = None
+    home: Home, pipeline: str, declared_version: str, version: str | None = None
 ) -> Deployment:
     """The deployment a reader of ``pipeline`` sees: ``version`` if given, else the live one,
     else the declared one (before any version went live)."""
@@ -87,7 +84,7 @@ def serving_deployment(
     return Deployment(pipeline, version, home)
 
 
-def history(home: Path, pipeline: str) -> list[Switch]:
+def history(home: Home, pipeline: str) -> list[Switch]:
     try:
         lines = history_path(home, pipeline).read_text().splitlines()
     except FileNotFoundError:
@@ -96,10 +93,9 @@ def history(home: Path, pipeline: str) -> list[Switch]:
 
 
 @contextmanager
-def _locked(home: Path, pipeline: str) -> Iterator[None]:
-    directory = _dir(home)
-    directory.mkdir(parents=True, exist_ok=True)
-    fd = os.open(directory / f"{pipeline}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+def _locked(home: Home, pipeline: str) -> Iterator[None]:
+    home.live.mkdir(parents=True, exist_ok=True)
+    fd = os.open(home.live_lock(pipeline), os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
@@ -109,7 +105,7 @@ def _locked(home: Path, pipeline: str) -> Iterator[None]:
 
 
 def switch(
-    home: Path,
+    home: Home,
     pipeline: str,
     to_version: str,
     reason: str,
@@ -137,7 +133,7 @@ def switch(
 
 
 def _record(
-    home: Path,
+    home: Home,
     pipeline: str,
     current: str | None,
     to_version: str,
@@ -157,7 +153,7 @@ def _record(
     return record
 
 
-def claim_first(home: Path, pipeline: str, version: str, reason: str) -> Switch | None:
+def claim_first(home: Home, pipeline: str, version: str, reason: str) -> Switch | None:
     """Make ``version`` live only if the pipeline has no live version yet (its first deployment).
 
     Returns the switch, or None when a version is already live.

@@ -15,7 +15,7 @@ from streaming.settings import Settings
 from streaming.versions.alignment import progress
 from streaming.versions.comparable import deployed_versions
 from streaming.versions.live_pointer import Switch, history, live_version
-from streaming.versions.promotion import comparison_offsets, comparison_path
+from streaming.versions.promotion import comparison_offsets
 
 
 @dataclass(frozen=True)
@@ -106,7 +106,7 @@ def _last_comparison(
 ) -> dict[str, Any] | None:
     if live is None or live == version:
         return None
-    path = comparison_path(settings, pipeline, live, version)
+    path = settings.home.comparison(pipeline, live, version)
     if not path.exists():
         return None
     from quality import load_result

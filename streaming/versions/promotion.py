@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from streaming.define.registry import get_pipeline
@@ -105,27 +104,23 @@ def compare_versions(
         table=pipeline.name,
         old_name=old_version,
         new_name=new_version,
-        docs_dir=settings.home / "quality" / "docs" / f"{old.id}__{new_version}",
+        docs_dir=settings.home.comparison_docs(pipeline.name, old_version, new_version),
     )
-    path = comparison_path(settings, pipeline.name, old_version, new_version)
-    save_result(path, result)
+    save_result(settings.home.comparison(pipeline.name, old_version, new_version), result)
     where = {
         "offsets": off.to_spark(pair.offsets),
         "old_table_version": pair.live_table_version,
         "new_table_version": pair.candidate_table_version,
     }
-    path.with_suffix(".at.json").write_text(json.dumps(where))
+    position = settings.home.comparison_position(pipeline.name, old_version, new_version)
+    position.write_text(json.dumps(where))
     return result
 
 
 def comparison_offsets(settings: Settings, pipeline: str, old: str, new: str) -> dict:
     """The input offsets (and table versions) the last comparison of two versions used."""
-    path = comparison_path(settings, pipeline, old, new).with_suffix(".at.json")
+    path = settings.home.comparison_position(pipeline, old, new)
     return json.loads(path.read_text()) if path.exists() else {}
-
-
-def comparison_path(settings: Settings, pipeline: str, old: str, new: str) -> Path:
-    return settings.home / "quality" / "comparisons" / f"{pipeline}__{old}__{new}.json"
 
 
 def promote(

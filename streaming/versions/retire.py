@@ -12,8 +12,6 @@ from streaming.errors import VersionError
 from streaming.run.deployment import Deployment
 from streaming.run.lock import DeploymentBusyError, DeploymentLock
 from streaming.settings import Settings
-from streaming.versions.alignment import cap_path
-from streaming.versions.code_pins import code_path
 from streaming.versions.live_pointer import live_version
 from streaming.wait import wait_until
 
@@ -45,8 +43,8 @@ def retire(deployment: Deployment) -> list[Path]:
         deployment.checkpoint_path,
         deployment.dead_letter_path,
         deployment.lock_path,
-        code_path(deployment),
-        cap_path(deployment),
+        deployment.code_pin_path,
+        deployment.alignment_path,
     ):
         if path.is_dir():
             shutil.rmtree(path)

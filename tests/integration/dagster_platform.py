@@ -57,7 +57,7 @@ def running_platform(home: Path) -> Iterator[Platform]:
     try:
         api = DagsterApi(settings, timeout_s=5)
         assert wait_until(lambda: _ready(api), timeout_s=120, interval_s=0.5), (
-            settings.logs_dir / "dagster.log"
+            settings.home.log("dagster")
         ).read_text()[-3000:]
         client = DagsterGraphQLClient("127.0.0.1", port_number=settings.dagster.port)
         yield Platform(settings, dagster, api, client)

@@ -39,7 +39,7 @@ def test_ctrl_c_stops_runs_then_every_process(settings, tmp_path):
         """What `kappa up` printed and the tails of the logs of what it started."""
         parts = [f"kappa up (exit {up.poll()}):\n{out_file.read_text(errors='replace')[-3000:]}"]
         for name in ("dagster.log", "producer.log"):
-            log = settings.logs_dir / name
+            log = settings.home.logs / name
             if log.exists():
                 parts.append(f"{name}:\n{log.read_text(errors='replace')[-3000:]}")
         return "\n".join(parts)

@@ -240,7 +240,7 @@ def test_sensor_driven_reprocess_promote_rollback_retire(platform: Platform, cod
 
 def _assert_candidate_checks_passed(platform: Platform, offsets: dict[str, Any]) -> None:
     """The promotion reported the three blocking checks, passed, at the compared offsets."""
-    instance = DagsterInstance.from_config(str(platform.settings.home / "dagster"))
+    instance = DagsterInstance.from_config(str(platform.settings.home.dagster))
     try:
         for name in ("candidate_schema", "candidate_keys", "candidate_values"):
             key = AssetCheckKey(AssetKey(["tables", "customers"]), name)

@@ -7,7 +7,6 @@ import dataclasses
 import json
 import sys
 import time
-from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -167,7 +166,7 @@ def pinned_pipeline_from(settings: Settings, module: object):  # type: ignore[no
 def test_pins_live_next_to_the_deployment(settings: Settings) -> None:
     pinned = pinned_pipeline(settings.home, "customers", "v7")
     assert pinned.pipeline.version == "v7"
-    assert pinned.pinned_at == Path(settings.home / "code" / "customers__v7.py")
+    assert pinned.pinned_at == settings.home.code_pin("customers__v7")
 
 
 def test_a_new_deployment_can_start_at_a_timestamp(settings, broker):

@@ -3,24 +3,24 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from kappa.cli import main
 from streaming.delta.table_reader import open_table
 from streaming.errors import KappaError
+from streaming.home import Home
 from streaming.run.deployment import Deployment
 from streaming.versions.live_pointer import live_table_path, pointer_path, switch
 
 
-def _kappa(home: Path, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+def _kappa(home: Home, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
     code = main(["--home", str(home), "--bootstrap-servers", "127.0.0.1:1", *args])
     return code, capsys.readouterr().err
 
 
 def test_a_rollback_that_lost_a_race_is_one_line(tmp_path, capsys):
-    home = tmp_path / "home"
+    home = Home(tmp_path / "home")
     switch(home, "customers", "v1", "first deployment")
     switch(home, "customers", "v2", "promote")
     Deployment("customers", "v1", home).table_path.mkdir(parents=True)
@@ -36,6 +36,6 @@ def test_a_rollback_that_lost_a_race_is_one_line(tmp_path, capsys):
 
 def test_no_live_version_and_no_table_are_user_errors(tmp_path):
     with pytest.raises(KappaError, match="no live version"):
-        live_table_path(tmp_path, "customers")
+        live_table_path(Home(tmp_path), "customers")
     with pytest.raises(KappaError, match="kappa run"):
         open_table(tmp_path / "tables" / "customers__v1")

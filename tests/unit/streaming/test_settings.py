@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from streaming.errors import ConfigError
+from streaming.home import Home
 from streaming.settings import load_settings
 
 
@@ -20,11 +21,11 @@ def test_flags_beat_environment_beat_file(tmp_path):
     path = _config(tmp_path, "home: from-file\nkafka:\n  bootstrap_servers: file:9092\n")
     from_file = load_settings(path, env={})
     assert from_file.kafka.bootstrap_servers == "file:9092"
-    assert from_file.home == tmp_path / "from-file"
+    assert from_file.home == Home(tmp_path / "from-file")
     env = {"KAFKA_BOOTSTRAP_SERVERS": "env:9092", "KAPPA_HOME": "/tmp/env-home"}
     from_env = load_settings(path, env=env)
     assert from_env.kafka.bootstrap_servers == "env:9092"
-    assert from_env.home == Path("/tmp/env-home")
+    assert from_env.home == Home(Path("/tmp/env-home"))
     from_flags = load_settings(path, env=env, overrides={"kafka.bootstrap_servers": "flag:1"})
     assert from_flags.kafka.bootstrap_servers == "flag:1"
 

@@ -6,6 +6,7 @@ import threading
 import pytest
 
 from streaming.errors import InvalidNameError
+from streaming.home import Home
 from streaming.versions.live_pointer import (
     LiveSwitchConflictError,
     history,
@@ -15,13 +16,18 @@ from streaming.versions.live_pointer import (
 )
 
 
-def test_switches_are_durable_and_audited(tmp_path):
-    assert live_version(tmp_path, "customers") is None
-    switch(tmp_path, "customers", "v1", "first deploy")
-    switch(tmp_path, "customers", "v2", "promote", comparison={"passed": True})
-    assert live_version(tmp_path, "customers") == "v2"
-    assert live_table_path(tmp_path, "customers") == tmp_path / "tables" / "customers__v2"
-    log = history(tmp_path, "customers")
+@pytest.fixture
+def home(tmp_path) -> Home:  # type: ignore[no-untyped-def]
+    return Home(tmp_path)
+
+
+def test_switches_are_durable_and_audited(home):
+    assert live_version(home, "customers") is None
+    switch(home, "customers", "v1", "first deploy")
+    switch(home, "customers", "v2", "promote", comparison={"passed": True})
+    assert live_version(home, "customers") == "v2"
+    assert live_table_path(home, "customers") == home.root / "tables" / "customers__v2"
+    log = history(home, "customers")
     assert [(s.from_version, s.to_version, s.reason) for s in log] == [
         (None, "v1", "first deploy"),
         ("v1", "v2", "promote"),
@@ -29,27 +35,27 @@ def test_switches_are_durable_and_audited(tmp_path):
     assert log[1].comparison == {"passed": True}
 
 
-def test_a_stale_expectation_is_refused_and_changes_nothing(tmp_path):
-    switch(tmp_path, "customers", "v1", "deploy")
-    switch(tmp_path, "customers", "v2", "promote", expect_from="v1")
+def test_a_stale_expectation_is_refused_and_changes_nothing(home):
+    switch(home, "customers", "v1", "deploy")
+    switch(home, "customers", "v2", "promote", expect_from="v1")
     with pytest.raises(LiveSwitchConflictError, match="someone else switched"):
-        switch(tmp_path, "customers", "v1", "rollback", expect_from="v3")
-    assert live_version(tmp_path, "customers") == "v2"
-    assert len(history(tmp_path, "customers")) == 2
+        switch(home, "customers", "v1", "rollback", expect_from="v3")
+    assert live_version(home, "customers") == "v2"
+    assert len(history(home, "customers")) == 2
 
 
-def test_concurrent_promote_and_rollback_leave_one_consistent_pointer(tmp_path):
-    switch(tmp_path, "customers", "v1", "deploy")
+def test_concurrent_promote_and_rollback_leave_one_consistent_pointer(home):
+    switch(home, "customers", "v1", "deploy")
     seen: list[str | None] = []
     stop = threading.Event()
 
     def reader() -> None:
         while not stop.is_set():
-            seen.append(live_version(tmp_path, "customers"))
+            seen.append(live_version(home, "customers"))
 
     def flip(to: str) -> None:
         for _ in range(50):
-            switch(tmp_path, "customers", to, f"to {to}")
+            switch(home, "customers", to, f"to {to}")
 
     threads = [threading.Thread(target=reader)] + [
         threading.Thread(target=flip, args=(v,)) for v in ("v1", "v2")
@@ -61,16 +67,16 @@ def test_concurrent_promote_and_rollback_leave_one_consistent_pointer(tmp_path):
     stop.set()
     threads[0].join()
     assert set(seen) <= {"v1", "v2"}  # never missing, never garbage
-    log = history(tmp_path, "customers")
+    log = history(home, "customers")
     assert len(log) == 101
     for before, after in itertools.pairwise(log):
         assert after.from_version == before.to_version  # each switch saw the previous one
-    assert live_version(tmp_path, "customers") == log[-1].to_version
+    assert live_version(home, "customers") == log[-1].to_version
 
 
-def test_bad_names_never_touch_the_filesystem(tmp_path):
+def test_bad_names_never_touch_the_filesystem(home):
     with pytest.raises(InvalidNameError):
-        switch(tmp_path, "../etc", "v1", "x")
+        switch(home, "../etc", "v1", "x")
     with pytest.raises(InvalidNameError):
-        switch(tmp_path, "customers", "../../v1", "x")
-    assert list(tmp_path.rglob("*")) == []
+        switch(home, "customers", "../../v1", "x")
+    assert list(home.root.rglob("*")) == []

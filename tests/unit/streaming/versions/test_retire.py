@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from streaming.define.registry import get_pipeline
+from streaming.home import Home
 from streaming.run.deployment import Deployment
 from streaming.versions.alignment import LiveAlignment
 from streaming.versions.code_pins import pinned_pipeline
@@ -13,9 +14,9 @@ from streaming.versions.retire import retire
 
 
 def test_retire_removes_the_pinned_code_and_the_alignment_cap(tmp_path: Path) -> None:
-    switch(tmp_path, "customers", "v1", "first deployment")
+    switch(Home(tmp_path), "customers", "v1", "first deployment")
     old = Deployment("customers", "v2", tmp_path)
-    pin = pinned_pipeline(tmp_path, "customers", "v2").pinned_at
+    pin = pinned_pipeline(Home(tmp_path), "customers", "v2").pinned_at
     alignment = LiveAlignment(old)
     alignment.refresh()  # a non-live version writes its cap (nothing committed live: empty)
     for path in (old.table_path, old.checkpoint_path, old.dead_letter_path):
@@ -31,14 +32,14 @@ def test_retire_removes_the_pinned_code_and_the_alignment_cap(tmp_path: Path) ->
 def test_a_retired_version_name_runs_the_current_code_when_deployed_again(
     tmp_path: Path,
 ) -> None:
-    switch(tmp_path, "customers", "v1", "first deployment")
+    switch(Home(tmp_path), "customers", "v1", "first deployment")
     old = Deployment("customers", "v2", tmp_path)
-    pin = pinned_pipeline(tmp_path, "customers", "v2").pinned_at
+    pin = pinned_pipeline(Home(tmp_path), "customers", "v2").pinned_at
     assert pin is not None
     pin.write_text(pin.read_text().replace('"""', '"""(the old code) ', 1))
 
     retire(old)
 
-    again = pinned_pipeline(tmp_path, "customers", "v2")
+    again = pinned_pipeline(Home(tmp_path), "customers", "v2")
     assert again.pinned_at is not None and "(the old code)" not in again.pinned_at.read_text()
     assert again.pipeline.fingerprint == get_pipeline("customers").fingerprint
