@@ -8,27 +8,35 @@ Pipes (``assets.launcher``); Dagster never touches the data.
 # No `from __future__ import annotations` here: Dagster reads these annotations at definition time.
 
 import sys
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from dagster import (
     AssetExecutionContext,
     AssetKey,
     AssetsDefinition,
+    AssetSelection,
     Backoff,
     Config,
     RetryPolicy,
     asset,
+    define_asset_job,
 )
 from pydantic import Field
 
 from assets.launcher import run_deployment
-from assets.names import VERSION_TAG, table_key_path
+from assets.names import PIPELINE_TAG, VERSION_TAG, deploy_job_name, table_key_path
 from assets.resources import KappaSettings
 from assets.topics import topic_key
 from streaming.define.names import validate_version
 from streaming.define.pipeline import Pipeline
 from streaming.kafka.offsets import DEFAULT_BATCH_RECORDS
 from streaming.run.deployment import Deployment
+
+if TYPE_CHECKING:  # not exported by dagster itself
+    from dagster._core.definitions.unresolved_asset_job_definition import (
+        UnresolvedAssetJobDefinition,
+    )
+
 
 # A crashed streaming process is restarted by step retries (same run, resumes from the
 # checkpoint): 5 s, 10 s, 20 s, ... and after the last one the run fails with the cause.
@@ -72,6 +80,18 @@ class StreamingRunConfig(Config):
 
 def table_key(pipeline: str) -> AssetKey:
     return AssetKey(table_key_path(pipeline))
+
+
+def deploy_job(pipeline: str) -> "UnresolvedAssetJobDefinition":
+    """``deploy_<pipeline>``: the job that runs one of the pipeline's streaming deployments."""
+    return define_asset_job(
+        deploy_job_name(pipeline),
+        selection=AssetSelection.assets(table_key(pipeline)),
+        description=f"Run a `{pipeline}` streaming deployment (continuous by default). Give a "
+        "version to run another version side by side, or starting offsets/timestamp to "
+        "reprocess from there.",
+        tags={PIPELINE_TAG: pipeline},
+    )
 
 
 def streaming_command(pipeline: Pipeline, version: str, config: StreamingRunConfig) -> list[str]:

@@ -253,13 +253,13 @@ def measure_steady(
 
     settings = load_settings(env=bench.env)
     started = time.perf_counter()
-    spark = build_spark_session(settings.spark.master, settings.spark.conf)
+    spark = build_spark_session(settings.spark)
     session_s = time.perf_counter() - started
     runs = {}
     for version in ("bench-warmup-1", "bench-warmup-2", "bench-steady"):
         runner = PipelineRunner(
             spark,
-            get_pipeline("customers"),
+            get_pipeline(settings.pipelines, "customers"),
             Deployment("customers", version, bench.home),
             bench.kafka_client,
             RunOptions(

@@ -193,7 +193,7 @@ def _deployments_list(settings: Settings, args: argparse.Namespace) -> int:
     from kappa.table_output import write_text_table
     from streaming.define.registry import pipeline_names
 
-    statuses = deployment_statuses(DagsterApi(settings), pipeline_names())
+    statuses = deployment_statuses(DagsterApi(settings), pipeline_names(settings.pipelines))
     rows = [
         {
             "pipeline": s.pipeline,
@@ -213,7 +213,7 @@ def _stop(settings: Settings, args: argparse.Namespace) -> int:
     from kappa.deployments import stop_deployment
     from streaming.define.registry import get_pipeline
 
-    get_pipeline(args.pipeline)
+    get_pipeline(settings.pipelines, args.pipeline)
     ids = stop_deployment(DagsterApi(settings), args.pipeline)
     print(f"terminating run(s) {', '.join(ids)} of {args.pipeline}")
     return 0

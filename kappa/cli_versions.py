@@ -46,7 +46,7 @@ def add_version_commands(sub: argparse._SubParsersAction) -> None:  # type: igno
 def _tables(settings: Settings, args: argparse.Namespace) -> int:
     from streaming.versions.overview import overview
 
-    for name in pipeline_names():
+    for name in pipeline_names(settings.pipelines):
         view = overview(settings, name)
         others = [v for v in view.versions if v.version != view.live_version]
         described = [
@@ -64,7 +64,7 @@ def _tables(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _history(settings: Settings, args: argparse.Namespace) -> int:
-    get_pipeline(args.pipeline)
+    get_pipeline(settings.pipelines, args.pipeline)
     for record in history(settings.home, args.pipeline):
         when = dt.datetime.fromtimestamp(record.at, dt.UTC).isoformat(timespec="seconds")
         checked = (
@@ -101,7 +101,7 @@ def _retire(settings: Settings, args: argparse.Namespace) -> int:
     from kappa.dagster_api import DagsterApi
     from streaming.versions.retire import stop_and_retire
 
-    pipeline = get_pipeline(args.pipeline)
+    pipeline = get_pipeline(settings.pipelines, args.pipeline)
     removed = stop_and_retire(
         settings,
         pipeline.name,
@@ -135,7 +135,7 @@ def _quality_report(settings: Settings, args: argparse.Namespace) -> int:
     from quality import load_result, render
     from streaming.table_quality import run_table_suite
 
-    pipeline = get_pipeline(args.pipeline)
+    pipeline = get_pipeline(settings.pipelines, args.pipeline)
     deployment = resolve_deployment(settings, pipeline.name, args.version)
     if args.run:
         run_table_suite(settings, pipeline, deployment.version)

@@ -77,7 +77,7 @@ def run_platform(settings: Settings, producer_rate: float | None) -> int:
     try:
         if embedded:
             print(broker.start().describe(), flush=True)
-        ensure_topics(settings, all_topics())
+        ensure_topics(settings, all_topics(settings.pipelines))
         env = child_env(settings)
         if producer_rate:
             children.append(

@@ -16,7 +16,7 @@ from streaming.versions.live_pointer import serving_deployment
 
 def resolve_deployment(settings: Settings, name: str, version: str | None) -> Deployment:
     """The deployment a reader of ``name`` should see: the given version, else the live one."""
-    pipeline = get_pipeline(name)
+    pipeline = get_pipeline(settings.pipelines, name)
     return serving_deployment(settings.home, pipeline.name, pipeline.version, version)
 
 
@@ -30,7 +30,7 @@ def print_table(
 ) -> None:
     out = out or sys.stdout
     deployment = resolve_deployment(settings, name, version)
-    key = get_pipeline(name).table.key
+    key = get_pipeline(settings.pipelines, name).table.key
     table = read_arrow(deployment.table_path).sort_by(key)
     if limit is not None:
         table = table.slice(0, limit)

@@ -1,16 +1,19 @@
 """The platform's typed settings, read once at the edge.
 
 Precedence: explicit overrides (command-line flags) > environment variables > the config file
-(``platform/kappa.yaml``) > defaults. :func:`load_settings` is the only place that reads the
-environment or the file; everything else receives a frozen :class:`Settings`.
+(``platform/kappa.yaml``, which holds the defaults of the Spark settings, the pipelines and the
+topics) > the defaults below. This module is the only one that reads the environment or the
+file; everything else receives a frozen :class:`Settings`.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
@@ -28,8 +31,37 @@ from streaming.home import Home, as_home
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CONFIG_FILE = REPO_ROOT / "platform" / "kappa.yaml"
+RUN_ID_ENV = "KAPPA_RUN_ID"  # set for a deployment launched by a Dagster run
 
 _SECRET_MARKERS = ("password", "secret", "token", "key.pem", "private", "credential", "jaas")
+_MODULE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
+# Environment variables and the setting each one sets (besides KAPPA_KAFKA_<KEY>, a client
+# setting, and KAPPA_SPARK_CONF, Spark settings as JSON).
+_ENV = {
+    "KAPPA_HOME": "home",
+    "KAPPA_PIPELINES": "pipelines",
+    "KAFKA_BOOTSTRAP_SERVERS": "kafka.bootstrap_servers",
+    "KAPPA_BROKER_PROFILE": "kafka.broker_profile",
+    "KAPPA_BROKER_PORT": "broker.port",
+    "KAPPA_SPARK_MASTER": "spark.master",
+    "KAPPA_JVM_ARCHIVE": "spark.jvm_archive",
+    "PYSPARK_PYTHON": "spark.pyspark_python",
+    "JAVA_HOME": "spark.java_home",
+    "SPARK_HOME": "spark.spark_home",
+    "KAPPA_DAGSTER_PORT": "dagster.port",
+    "KAPPA_RETENTION_HOURS": "versions.retention_hours",
+}
+
+
+def _strings(value: Any) -> Any:
+    """Setting values as librdkafka and Spark want them: strings, booleans spelled in lower case."""
+    if not isinstance(value, Mapping):
+        return value
+    return {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in value.items()}
+
+
+StringMap = Annotated[dict[str, str], BeforeValidator(_strings)]
+HomeSetting = Annotated[Home, BeforeValidator(as_home), PlainSerializer(str)]
 
 
 class _Frozen(BaseModel):
@@ -37,10 +69,21 @@ class _Frozen(BaseModel):
 
 
 class KafkaSettings(_Frozen):
+    """The Kafka cluster: where it is, client settings, and how the platform creates topics.
+
+    ``broker_profile`` names the broker's behaviour the platform relies on: ``embedded`` (tansu:
+    its ListOffsets under-reports a partition's end, so ends are measured with a fetch) or
+    ``kafka`` (Apache Kafka semantics: plain ListOffsets). Unset, it is ``embedded`` when the
+    bootstrap servers are the embedded broker's address, else ``kafka``.
+    """
+
     bootstrap_servers: str = "127.0.0.1:9092"
-    client: dict[str, str] = Field(default_factory=dict)
+    broker_profile: Literal["embedded", "kafka"] | None = None
+    client: StringMap = Field(default_factory=dict)
     topic_partitions: int = Field(default=4, ge=1, le=1024)
     topic_replication_factor: int = Field(default=1, ge=1, le=16)
+    topic_config: StringMap = Field(default_factory=dict)  # every topic the platform creates
+    topic_overrides: dict[str, StringMap] = Field(default_factory=dict)  # per topic name
 
     @field_validator("bootstrap_servers")
     @classmethod
@@ -52,12 +95,10 @@ class KafkaSettings(_Frozen):
                 raise ValueError(msg)
         return value
 
-    @field_validator("client", mode="before")
-    @classmethod
-    def _stringify(cls, value: Any) -> Any:
-        if isinstance(value, Mapping):
-            return {str(k): _setting_str(v) for k, v in value.items()}
-        return value
+    @property
+    def ends_by_fetch(self) -> bool:
+        """Whether partition ends are measured with a fetch (the embedded broker's profile)."""
+        return self.broker_profile != "kafka"
 
     def client_config(self) -> dict[str, str]:
         """The librdkafka configuration shared by every client (bootstrap plus pass-through)."""
@@ -67,22 +108,31 @@ class KafkaSettings(_Frozen):
         """Client settings safe to print or attach to metadata: secret values are masked."""
         return {k: ("***" if is_secret_setting(k) else v) for k, v in self.client.items()}
 
+    def config_of_topic(self, topic: str) -> dict[str, str]:
+        """The settings a topic is created with (all explicit: the embedded broker's
+        describe_configs reports only settings given at creation)."""
+        return {**self.topic_config, **self.topic_overrides.get(topic, {})}
+
 
 class BrokerSettings(_Frozen):
     host: str = "127.0.0.1"
     port: int = Field(default=9092, ge=1, le=65535)
 
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
 
 class SparkSettings(_Frozen):
-    master: str = "local[*]"
-    conf: dict[str, str] = Field(default_factory=dict)
+    """Where Spark runs and with which settings, and the Java and Python it runs with."""
 
-    @field_validator("conf", mode="before")
-    @classmethod
-    def _stringify(cls, value: Any) -> Any:
-        if isinstance(value, Mapping):
-            return {str(k): _setting_str(v) for k, v in value.items()}
-        return value
+    master: str = "local[*]"
+    conf: StringMap = Field(default_factory=dict)
+    jvm_archive: str = ""  # the driver's class archive: "" (the cached one), "off", or a path
+    cache_dir: Path | None = None  # where the cached class archive lives
+    pyspark_python: str | None = None  # the workers' Python, when not this interpreter
+    java_home: str | None = None
+    spark_home: str | None = None
 
 
 class DagsterSettings(_Frozen):
@@ -100,25 +150,39 @@ class VersionSettings(_Frozen):
 class Settings(_Frozen):
     """Everything a component needs to know about where the platform runs."""
 
-    home: Annotated[Home, BeforeValidator(as_home), PlainSerializer(str)] = Home(
-        REPO_ROOT / ".kappa"
-    )
+    home: HomeSetting = Home(REPO_ROOT / ".kappa")
+    pipelines: tuple[str, ...] = ()  # the modules whose PIPELINE the platform serves
     kafka: KafkaSettings = Field(default_factory=KafkaSettings)
     broker: BrokerSettings = Field(default_factory=BrokerSettings)
     spark: SparkSettings = Field(default_factory=SparkSettings)
     dagster: DagsterSettings = Field(default_factory=DagsterSettings)
     versions: VersionSettings = Field(default_factory=VersionSettings)
 
+    @field_validator("pipelines", mode="before")
+    @classmethod
+    def _split_modules(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [m.strip() for m in value.split(",") if m.strip()]
+        return value
+
+    @field_validator("pipelines")
+    @classmethod
+    def _check_modules(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if not value:
+            raise ValueError("name at least one pipeline module, e.g. pipelines.customers")
+        bad = [m for m in value if not _MODULE.fullmatch(m)]
+        if bad:
+            raise ValueError(f"{bad} are not importable module names, e.g. my_pkg.orders")
+        return value
+
     def to_env(self) -> dict[str, str]:
         """Environment variables that reproduce these settings in a child process."""
-        env = {
-            "KAPPA_HOME": str(self.home),
-            "KAFKA_BOOTSTRAP_SERVERS": self.kafka.bootstrap_servers,
-            "KAPPA_BROKER_PORT": str(self.broker.port),
-            "KAPPA_SPARK_MASTER": self.spark.master,
-            "KAPPA_DAGSTER_PORT": str(self.dagster.port),
-            "KAPPA_RETENTION_HOURS": str(self.versions.retention_hours),
-        }
+        values = self.model_dump(mode="json")
+        env = {}
+        for var, dotted in _ENV.items():
+            value = _get_dotted(values, dotted)
+            if value not in (None, "", []):
+                env[var] = ",".join(value) if isinstance(value, list) else str(value)
         if self.spark.conf:
             env["KAPPA_SPARK_CONF"] = json.dumps(self.spark.conf)
         for key, value in self.kafka.client.items():
@@ -129,6 +193,11 @@ class Settings(_Frozen):
 def is_secret_setting(name: str) -> bool:
     lowered = name.lower()
     return any(marker in lowered for marker in _SECRET_MARKERS)
+
+
+def launching_run_id(env: Mapping[str, str] | None = None) -> str | None:
+    """The Dagster run that launched this process, if one did."""
+    return (os.environ if env is None else env).get(RUN_ID_ENV) or None
 
 
 def load_settings(
@@ -146,8 +215,6 @@ def load_settings(
     Raises:
         ConfigError: the file is unreadable or a value is invalid; the message names the key.
     """
-    import os
-
     env = os.environ if env is None else env
     path = Path(config_file or env.get("KAPPA_CONFIG") or DEFAULT_CONFIG_FILE)
     data = _read_config_file(path)
@@ -155,10 +222,20 @@ def load_settings(
     for dotted, value in (overrides or {}).items():
         if value is not None:
             _set_dotted(data, dotted, value)
+    try:
+        broker = BrokerSettings.model_validate(data.get("broker") or {})
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, path, "broker.")) from None
     kafka = data.setdefault("kafka", {})
     if not kafka.get("bootstrap_servers"):
-        broker = data.get("broker") or {}
-        kafka["bootstrap_servers"] = f"{broker.get('host', '127.0.0.1')}:{broker.get('port', 9092)}"
+        kafka["bootstrap_servers"] = broker.address
+    if not kafka.get("broker_profile"):
+        embedded = kafka["bootstrap_servers"] == broker.address
+        kafka["broker_profile"] = "embedded" if embedded else "kafka"
+    spark = data.setdefault("spark", {})
+    if spark.get("cache_dir") is None:
+        cache = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+        spark["cache_dir"] = Path(cache) / "kappa"
     base = path.resolve().parent.parent if path.parent.name == "platform" else Path.cwd()
     if "home" in data:
         home = Path(str(data["home"])).expanduser()
@@ -185,15 +262,7 @@ def _read_config_file(path: Path) -> dict[str, Any]:
 
 
 def _merge_env(data: dict[str, Any], env: Mapping[str, str]) -> None:
-    simple = {
-        "KAPPA_HOME": "home",
-        "KAFKA_BOOTSTRAP_SERVERS": "kafka.bootstrap_servers",
-        "KAPPA_BROKER_PORT": "broker.port",
-        "KAPPA_SPARK_MASTER": "spark.master",
-        "KAPPA_DAGSTER_PORT": "dagster.port",
-        "KAPPA_RETENTION_HOURS": "versions.retention_hours",
-    }
-    for var, dotted in simple.items():
+    for var, dotted in _ENV.items():
         if env.get(var):
             _set_dotted(data, dotted, env[var])
     if env.get("KAPPA_SPARK_CONF"):
@@ -205,20 +274,20 @@ def _merge_env(data: dict[str, Any], env: Mapping[str, str]) -> None:
         if not isinstance(extra, dict):
             msg = "KAPPA_SPARK_CONF must be a JSON object of Spark settings"
             raise ConfigError(msg)
-        conf = data.setdefault("spark", {}).setdefault("conf", {}) or {}
-        conf.update(extra)
-        data["spark"]["conf"] = conf
+        for key, value in extra.items():
+            _set_dotted(data, f"spark.conf.{key}", value)
     for var, value in env.items():
         if var.startswith("KAPPA_KAFKA_") and value:
             key = var.removeprefix("KAPPA_KAFKA_").lower().replace("_", ".")
-            client = data.setdefault("kafka", {}).setdefault("client", {}) or {}
-            client[key] = value
-            data["kafka"]["client"] = client
+            _set_dotted(data, f"kafka.client.{key}", value)
 
 
 def _set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
-    if dotted.startswith("kafka.client."):
-        parents, leaf = ["kafka", "client"], dotted.removeprefix("kafka.client.")
+    """Set a nested key; below ``kafka.client.`` and ``spark.conf.`` the rest is one key."""
+    for mapping in ("kafka.client.", "spark.conf."):
+        if dotted.startswith(mapping):
+            parents, leaf = mapping.rstrip(".").split("."), dotted.removeprefix(mapping)
+            break
     else:
         *parents, leaf = dotted.split(".")
     node = data
@@ -229,15 +298,16 @@ def _set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
     node[leaf] = value
 
 
-def _setting_str(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
+def _get_dotted(data: Mapping[str, Any], dotted: str) -> Any:
+    node: Any = data
+    for part in dotted.split("."):
+        node = node.get(part) if isinstance(node, Mapping) else None
+    return node
 
 
-def _describe(exc: ValidationError, path: Path) -> str:
+def _describe(exc: ValidationError, path: Path, prefix: str = "") -> str:
     problems = []
     for error in exc.errors():
-        where = ".".join(str(p) for p in error["loc"]) or "(top level)"
+        where = prefix + ".".join(str(p) for p in error["loc"]) or "(top level)"
         problems.append(f"{where}: {error['msg']}")
     return f"invalid settings ({path} / environment / flags): " + "; ".join(problems)

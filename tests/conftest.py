@@ -33,9 +33,11 @@ def broker(settings: Settings) -> Iterator[EmbeddedBroker]:
 
 
 @pytest.fixture(scope="session")
-def spark():  # type: ignore[no-untyped-def]
+def spark(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """One SparkSession for the whole test session, with the platform's settings."""
     from streaming.run.spark_session import build_spark_session
 
-    session = build_spark_session("local[2]", {"spark.ui.showConsoleProgress": "false"})
+    home = tmp_path_factory.mktemp("spark-home")
+    session = build_spark_session(private_settings(home).spark, app_name="kappa-tests")
     yield session
     session.stop()

@@ -28,7 +28,7 @@ from dagster import (
 from pydantic import Field
 
 from assets.checks.quality import docs_link
-from assets.resources import KappaSettings
+from assets.resources import KappaSettings, KappaSpark
 from streaming.define.pipeline import Pipeline
 from streaming.settings import Settings
 
@@ -137,13 +137,18 @@ def comparison_checks(key: AssetKey, pipeline: Pipeline) -> AssetChecksDefinitio
 
     @multi_asset_check(specs=specs, name=f"{pipeline.name}_candidate_comparison")
     def _compare(
-        context: AssetCheckExecutionContext, config: ComparisonCheckConfig, kappa: KappaSettings
+        context: AssetCheckExecutionContext,
+        config: ComparisonCheckConfig,
+        kappa: KappaSettings,
+        spark: KappaSpark,
     ):
         from streaming.versions.promotion import compare_with_live
 
         settings = kappa.load()
         version = config.version or pipeline.version
-        result = compare_with_live(settings, pipeline.name, version, config.wait_s or None)
+        result = compare_with_live(
+            settings, pipeline.name, version, config.wait_s or None, lambda: spark.spark_session
+        )
         for name, passed, text, metadata in check_outcomes(settings, result):
             yield AssetCheckResult(
                 check_key=AssetCheckKey(key, name),

@@ -23,7 +23,7 @@ from dagster import (
 from pydantic import Field
 
 from assets.checks.comparison import comparison_evaluations
-from assets.resources import KappaSettings
+from assets.resources import KappaSettings, KappaSpark
 from assets.tables import table_key
 from assets.versions.metadata import overview_observation
 from streaming.errors import KappaError
@@ -60,7 +60,7 @@ class RetireConfig(Config):
     "blocking candidate checks, then switch the live pointer if they all passed."
 )
 def compare_and_promote(
-    context: OpExecutionContext, config: PromoteConfig, kappa: KappaSettings
+    context: OpExecutionContext, config: PromoteConfig, kappa: KappaSettings, spark: KappaSpark
 ) -> None:
     from streaming.versions.promotion import compare_with_live, promote
 
@@ -68,7 +68,9 @@ def compare_and_promote(
     key = table_key(config.pipeline)
     wait_s = settings.versions.compare_wait_s if config.wait_s is None else config.wait_s
     try:
-        result = compare_with_live(settings, config.pipeline, config.version, wait_s)
+        result = compare_with_live(
+            settings, config.pipeline, config.version, wait_s, lambda: spark.spark_session
+        )
         for evaluation in comparison_evaluations(key, settings, result):
             context.log_event(evaluation)
         context.log.info(result.render_text())
@@ -140,7 +142,7 @@ def retire_expired(context: OpExecutionContext, kappa: KappaSettings) -> None:
 
     settings = kappa.load()
     now = time.time()
-    for pipeline in pipeline_names():
+    for pipeline in pipeline_names(settings.pipelines):
         for expired in expired_versions(settings, pipeline, now):
             context.log.info(
                 f"{pipeline} {expired.version} was replaced {expired.age_hours(now):.1f} h ago "

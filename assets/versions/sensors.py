@@ -70,7 +70,7 @@ def new_version_sensor(deploy_jobs: Mapping[str, Any]) -> SensorDefinition:
     def _sensor(context: SensorEvaluationContext, kappa: KappaSettings) -> SensorResult:
         settings = kappa.load()
         requests, reasons = [], []
-        for name, pipeline in sorted(registry().items()):
+        for name, pipeline in sorted(registry(settings.pipelines).items()):
             tags = {
                 "kappa/pipeline": name,
                 "kappa/version": pipeline.version,
@@ -111,7 +111,7 @@ def candidate_sensor(context: SensorEvaluationContext, kappa: KappaSettings) -> 
     settings = kappa.load()
     cursor = json.loads(context.cursor) if context.cursor else {}
     requests, reasons, events = [], [], []
-    for name, pipeline in sorted(registry().items()):
+    for name, pipeline in sorted(registry(settings.pipelines).items()):
         view = overview(settings, name)
         metadata = overview_metadata(view)
         digest = hashlib.sha256(repr(sorted(metadata.items())).encode()).hexdigest()[:16]

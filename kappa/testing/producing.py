@@ -22,7 +22,13 @@ class Out:
     partition: int | None = None
 
 
-def send(settings: Settings, records: Iterable[Out], linger_ms: int = 50) -> int:
+def send(
+    settings: Settings, records: Iterable[Out], linger_ms: int = 50, batch_records: int = 500
+) -> int:
+    """Produce ``records`` (creating their topics) and wait until all are delivered.
+
+    ``batch_records`` 1 with ``linger_ms`` 0 writes every record as its own record batch.
+    """
     topics = sorted({r.topic for r in records} if isinstance(records, Sequence) else set())
     if topics:
         ensure_topics(settings, topics)
@@ -32,7 +38,7 @@ def send(settings: Settings, records: Iterable[Out], linger_ms: int = 50) -> int
             "linger.ms": str(linger_ms),
             "enable.idempotence": True,
             "partitioner": "murmur2_random",
-            "batch.num.messages": 500,
+            "batch.num.messages": batch_records,
         }
     )
     errors: list[str] = []

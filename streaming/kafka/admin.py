@@ -1,8 +1,5 @@
-"""Creating the topics the platform needs, with explicit settings.
-
-The embedded broker's describe_configs reports only settings given at creation, so every topic is
-created with its cleanup policy and retention spelled out (DESIGN.md).
-"""
+"""Creating the topics the platform needs, each with its settings spelled out (the embedded
+broker's describe_configs reports only the settings given at creation)."""
 
 from __future__ import annotations
 
@@ -15,12 +12,6 @@ from streaming.errors import KafkaLogError
 from streaming.kafka.log import CLIENT_LOGGER, unavailable_error
 from streaming.settings import Settings
 
-TOPIC_CONFIGS: dict[str, dict[str, str]] = {
-    "customers": {"cleanup.policy": "compact", "retention.ms": "-1"},
-    "transactions": {"cleanup.policy": "delete", "retention.ms": "-1"},
-}
-DEFAULT_CONFIG = {"cleanup.policy": "delete", "retention.ms": "-1"}
-
 
 class TopicCreationError(KafkaLogError):
     """The broker refused to create a topic."""
@@ -29,9 +20,12 @@ class TopicCreationError(KafkaLogError):
 def ensure_topics(
     settings: Settings, topics: Mapping[str, Mapping[str, str]] | list[str], timeout_s: float = 10.0
 ) -> list[str]:
-    """Create the topics that do not exist yet; returns the names it created."""
+    """Create the topics that do not exist yet; returns the names it created.
+
+    ``topics``: names (created with ``settings.kafka.config_of_topic``) or names with settings.
+    """
     wanted = (
-        {t: TOPIC_CONFIGS.get(t, DEFAULT_CONFIG) for t in topics}
+        {t: settings.kafka.config_of_topic(t) for t in topics}
         if isinstance(topics, list)
         else dict(topics)
     )

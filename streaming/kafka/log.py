@@ -1,9 +1,10 @@
 """Questions about the Kafka log: which partitions exist, where each begins and ends.
 
-End offsets are measured from a fetch response, not from ListOffsets: the embedded broker's
-ListOffsets(latest) answers the base offset of the last record batch + 1, which would cut the tail
-off every planned range (DESIGN.md). A fetch at that offset (always at or below the true end)
-carries the true high watermark; on a Kafka-semantics broker both methods agree.
+How a partition's end is measured depends on the broker (the ``broker_profile`` setting). On
+Apache Kafka it is what ListOffsets(latest) answers. The embedded broker's ListOffsets answers the
+base offset of the last record batch + 1, which would cut the tail off every planned range; there
+a fetch at that offset (always at or below the true end) carries the true high watermark, so the
+end is measured with that fetch (both methods agree on a Kafka-semantics broker).
 """
 
 from __future__ import annotations
@@ -12,15 +13,18 @@ import logging
 import time
 import uuid
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import OFFSET_END, Consumer, KafkaError, KafkaException, TopicPartition
 
 from streaming.errors import BrokerUnavailableError
 from streaming.kafka.offsets import OffsetMap
 
+if TYPE_CHECKING:
+    from streaming.settings import KafkaSettings
+
 # librdkafka's default fetch.queue.backoff.ms (1000 ms) stalls fetches whenever the local queue
-# fills; 10 ms reads ~2x faster (DESIGN.md). fetch.wait.max.ms: a range reader only fetches where
+# fills; 10 ms reads ~2x faster. fetch.wait.max.ms: a range reader only fetches where
 # records exist, yet the embedded broker holds a fetch that starts inside its last record batch
 # for the whole wait (librdkafka's default: 500 ms, at the start of every caught-up range); with
 # waits under ~25 ms it never answers such a fetch at all, so 100 ms keeps a margin.
@@ -59,12 +63,18 @@ class KafkaLog:
     """Reads partition metadata and true offset bounds. Clients are created on first use."""
 
     def __init__(
-        self, client: Mapping[str, str], timeout_s: float = 10.0, earliest_ttl_s: float = 0.0
+        self,
+        client: Mapping[str, str],
+        timeout_s: float = 10.0,
+        earliest_ttl_s: float = 0.0,
+        ends_by_fetch: bool = True,
     ) -> None:
         """``earliest_ttl_s``: how long :meth:`bounds` may reuse the earliest offsets it listed
-        (a source asks every trigger; they only move with retention)."""
+        (a source asks every trigger; they only move with retention). ``ends_by_fetch``: measure
+        partition ends with a fetch (the embedded broker) instead of ListOffsets (Kafka)."""
         self._client = dict(client)
         self._timeout_s = timeout_s
+        self._ends_by_fetch = ends_by_fetch
         self._earliest_ttl_s = earliest_ttl_s
         self._consumer: Consumer | None = None
         # The last true end seen per partition: a valid place to probe from next time, which
@@ -108,8 +118,15 @@ class KafkaLog:
         """The first available offset of every partition (ListOffsets earliest)."""
         return self._list(topics)[0]
 
+    @classmethod
+    def of(cls, kafka: KafkaSettings, **options: float) -> KafkaLog:
+        """A log reader for the configured cluster, measuring ends as its broker profile says."""
+        return cls(kafka.client_config(), ends_by_fetch=kafka.ends_by_fetch, **options)
+
     def latest(self, topics: Iterable[str]) -> OffsetMap:
         """The true log end offset of every partition (see the module docstring)."""
+        if not self._ends_by_fetch:
+            return self._list(topics)[1]
         self._fresh_consumer()
         return self._probe_ends(self._list(topics)[1])
 
@@ -119,6 +136,8 @@ class KafkaLog:
         TTL. If the log is shorter than a remembered end (the broker lost it), it is listed
         afresh, so the loss shows in the answer."""
         topics = list(topics)
+        if not self._ends_by_fetch:
+            return self._list(topics)
         parts = self.partitions(topics)
         cached = self._earliest
         fresh = cached is not None and time.monotonic() - cached[0] < self._earliest_ttl_s

@@ -19,8 +19,10 @@ micro-batch into at most that many Spark tasks, each reading at least that many 
 possible; by default one task per Kafka partition, as Spark's source does),
 ``endingOffsetsFile`` (a kappa extension: a JSON file of offsets re-read every trigger, which a
 side-by-side version uses to cut its batches where the live version cut its commits),
-``failOnDataLoss`` (default true), ``includeHeaders`` (default false) and any ``kafka.*`` setting,
-passed to librdkafka without the prefix.
+``failOnDataLoss`` (default true), ``includeHeaders`` (default false), ``brokerProfile`` (a kappa
+extension: ``embedded``, the default, measures partition ends with a fetch; ``kafka`` uses
+ListOffsets, see ``streaming.kafka.log``) and any ``kafka.*`` setting, passed to librdkafka
+without the prefix.
 
 Decoding (a kappa extension): with ``valueSchema`` (a DDL such as ``"id string, ts bigint"``, see
 ``streaming.define.value_schema``), optional ``requiredFields`` (comma-separated) and
@@ -33,7 +35,6 @@ keeps the raw bytes only of records with an error (the ones a dead-letter table 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -48,70 +49,14 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from streaming.define.value_schema import arrow_struct, spark_ddl
-from streaming.errors import SourceOptionError
+from streaming.define.value_schema import arrow_struct
 from streaming.kafka import offsets as off
 from streaming.kafka.log import KafkaLog, topic_partitions_or_error
 from streaming.kafka.reader import read_ranges
+from streaming.kafka.source_options import SourceOptions
 from streaming.kafka.value_decoder import ValueDecoder
 
 FORMAT = "kappa_kafka"
-BASE_SCHEMA = (
-    "key binary, value binary, topic string, partition int, offset long, "
-    "timestamp timestamp, timestampType int"
-)
-HEADERS_SCHEMA = BASE_SCHEMA + ", headers array<struct<key: string, value: binary>>"
-DECODED_COLUMNS = "_tombstone boolean, error string"
-
-
-@dataclass(frozen=True)
-class SourceOptions:
-    """The validated options of one Kafka source."""
-
-    topics: tuple[str, ...]
-    client: dict[str, str]
-    starting: str | off.OffsetMap
-    max_offsets_per_trigger: int | None
-    fail_on_data_loss: bool
-    include_headers: bool
-    ending: off.OffsetMap | None = None
-    max_partitions: int | None = None
-    min_partition_records: int = 0
-    ending_file: str | None = None
-    decoder: ValueDecoder | None = None
-
-    @classmethod
-    def parse(cls, options: dict[str, str]) -> SourceOptions:
-        lowered = {k.lower(): v for k, v in options.items()}
-        topics = tuple(t.strip() for t in lowered.get("subscribe", "").split(",") if t.strip())
-        if not topics:
-            msg = "the Kafka source needs option 'subscribe' (comma-separated topics)"
-            raise SourceOptionError(msg)
-        client = {k[len("kafka.") :]: v for k, v in options.items() if k.startswith("kafka.")}
-        if "bootstrap.servers" not in client:
-            msg = "the Kafka source needs option 'kafka.bootstrap.servers'"
-            raise SourceOptionError(msg)
-        return cls(
-            topics=topics,
-            client=client,
-            starting=off.parse_starting_offsets(
-                lowered.get("startingoffsets", "latest"), list(topics)
-            ),
-            max_offsets_per_trigger=_positive_int(lowered, "maxOffsetsPerTrigger"),
-            max_partitions=_positive_int(lowered, "maxPartitions"),
-            min_partition_records=_positive_int(lowered, "minPartitionRecords") or 0,
-            fail_on_data_loss=_flag(lowered, "failondataloss", True),
-            include_headers=_flag(lowered, "includeheaders", False),
-            ending=_ending(lowered.get("endingoffsets"), topics),
-            ending_file=lowered.get("endingoffsetsfile") or None,
-            decoder=_decoder(lowered),
-        )
-
-    def spark_schema(self) -> str:
-        schema = HEADERS_SCHEMA if self.include_headers else BASE_SCHEMA
-        if self.decoder is None:
-            return schema
-        return f"{schema}, _value {spark_ddl(self.decoder.fields)}, {DECODED_COLUMNS}"
 
 
 class KafkaDataSource(DataSource):
@@ -153,7 +98,11 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     # --- driver side -----------------------------------------------------------------------
     def _kafka(self) -> KafkaLog:
         if self._log is None:
-            self._log = KafkaLog(self.options.client, earliest_ttl_s=EARLIEST_TTL_S)
+            self._log = KafkaLog(
+                self.options.client,
+                earliest_ttl_s=EARLIEST_TTL_S,
+                ends_by_fetch=self.options.ends_by_fetch,
+            )
         return self._log
 
     def initialOffset(self) -> dict:
@@ -241,18 +190,6 @@ def decoded_batch(batch: pa.RecordBatch, decoder: ValueDecoder) -> pa.RecordBatc
     )
 
 
-def _decoder(lowered: dict[str, str]) -> ValueDecoder | None:
-    """The value decoder the options ask for, if any (see "Decoding" in the module docstring)."""
-    schema = lowered.get("valueschema")
-    if schema is None:
-        return None
-    required = tuple(f.strip() for f in lowered.get("requiredfields", "").split(",") if f.strip())
-    try:
-        return ValueDecoder(schema, required, _flag(lowered, "acceptTombstones", True))
-    except ValueError as exc:
-        raise SourceOptionError(f"valueSchema/requiredFields: {exc}") from exc
-
-
 def _min_offsets(
     latest: off.OffsetMap, target: off.OffsetMap, position: off.OffsetMap
 ) -> off.OffsetMap:
@@ -277,35 +214,3 @@ def read_offsets_cap(path: str) -> off.OffsetMap | None:
         return off.loads(Path(path).read_text())
     except FileNotFoundError:
         return None
-
-
-def _ending(value: str | None, topics: tuple[str, ...]) -> off.OffsetMap | None:
-    """``endingOffsets`` (a kappa extension for streams): never read past these offsets."""
-    if value is None or value.strip().lower() == "latest":
-        return None
-    parsed = off.parse_starting_offsets(value, list(topics))
-    if not isinstance(parsed, dict) or any(o < 0 for p in parsed.values() for o in p.values()):
-        msg = f'endingOffsets={value!r} must be JSON offsets like {{"t": {{"0": 42}}}}'
-        raise SourceOptionError(msg)
-    return parsed
-
-
-def _positive_int(lowered: dict[str, str], name: str) -> int | None:
-    value = lowered.get(name.lower())
-    if value is None or value == "":
-        return None
-    if not value.isdigit() or int(value) <= 0:
-        msg = f"{name}={value!r} must be a positive integer"
-        raise SourceOptionError(msg)
-    return int(value)
-
-
-def _flag(options: Any, name: str, default: bool) -> bool:
-    lowered = {str(k).lower(): str(v) for k, v in dict(options).items()}
-    value = lowered.get(name.lower())
-    if value is None:
-        return default
-    if value.lower() in ("true", "false"):
-        return value.lower() == "true"
-    msg = f"option {name}={value!r} must be true or false"
-    raise SourceOptionError(msg)

@@ -7,7 +7,6 @@ calls in-process. SIGINT or SIGTERM stops the query at a micro-batch boundary.
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import sys
 import threading
@@ -15,6 +14,7 @@ from collections.abc import Sequence
 from types import FrameType
 
 from streaming.define.pipeline import Pipeline
+from streaming.define.registry import get_pipeline
 from streaming.errors import DataLossError, KappaError, RunError
 from streaming.kafka.offsets import DEFAULT_BATCH_RECORDS
 from streaming.run.deployment import Deployment
@@ -22,7 +22,7 @@ from streaming.run.health import HealthThresholds
 from streaming.run.lock import DeploymentBusyError, DeploymentLock
 from streaming.run.reporting import LogReporter, Reporter, Snapshot
 from streaming.run.runner import PipelineRunner, RunOptions
-from streaming.settings import Settings, load_settings
+from streaming.settings import Settings, launching_run_id, load_settings
 from streaming.versions.code_pins import pinned_pipeline
 from streaming.versions.live_pointer import claim_first
 
@@ -129,27 +129,26 @@ def run_pipeline(
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        pinned = pinned_pipeline(settings.home, pipeline_name, version)
+        declared = get_pipeline(settings.pipelines, pipeline_name)
+        pinned = pinned_pipeline(settings.home, declared, version)
         pipeline = pinned.pipeline
         deployment = Deployment(pipeline.name, pipeline.version, settings.home)
         _check_broker(settings, pipeline.topics)
         options = _resolve_versions(settings, pipeline, deployment, options)
         lock = DeploymentLock(deployment.lock_path)
-        lock.acquire(deployment.id, run_id=os.environ.get("KAPPA_RUN_ID"))
+        lock.acquire(deployment.id, run_id=launching_run_id())
         try:
             if pinned.warning:
                 reporter.warning(pinned.warning)
             claim_first(settings.home, pipeline.name, deployment.version, "first deployment")
             from streaming.run.spark_session import build_spark_session
 
-            spark = build_spark_session(
-                settings.spark.master, settings.spark.conf, app_name=f"kappa-{deployment.id}"
-            )
+            spark = build_spark_session(settings.spark, app_name=f"kappa-{deployment.id}")
             runner = PipelineRunner(
                 spark,
                 pipeline,
                 deployment,
-                settings.kafka.client_config(),
+                settings.kafka,
                 options,
                 reporter,
                 stop=stop,
@@ -177,9 +176,7 @@ def _resolve_versions(
     if fresh and options.starting_timestamp_ms is not None:
         from streaming.kafka.start_position import offsets_at_timestamp
 
-        start = offsets_at_timestamp(
-            settings.kafka.client_config(), pipeline.topics, options.starting_timestamp_ms
-        )
+        start = offsets_at_timestamp(settings.kafka, pipeline.topics, options.starting_timestamp_ms)
         options = replace(options, starting_offsets=off.dumps(start))
     elif fresh and options.starting_offsets == "earliest" and not options.allow_missing_history:
         check_log_has_beginning(settings.kafka.client_config(), pipeline.topics)
@@ -199,7 +196,7 @@ def _resolve_versions(
 def _check_broker(settings: Settings, topics: Sequence[str]) -> None:
     from streaming.kafka.log import KafkaLog, topic_partitions_or_error
 
-    with KafkaLog(settings.kafka.client_config(), timeout_s=5.0) as log:
+    with KafkaLog.of(settings.kafka, timeout_s=5.0) as log:
         topic_partitions_or_error(log, list(topics))
 
 

@@ -6,10 +6,10 @@ map that archive at its next start (``-XX:SharedArchiveFile``). Measured on the 
 the README: session start 6.3-8.9 s without, 4.0-4.4 s with; the first job 2.9-4.5 s without,
 1.7-2.0 s with.
 
-``python -m streaming.run.jvm_archive`` builds the archive once per Java and Spark installation (the
-bootstrap runs it); :func:`java_options` adds it to the driver's options when it exists. An
-archive that does not fit this JVM or class path costs nothing but the time: the JVM checks it and
-starts without it.
+``python -m streaming.run.jvm_archive`` builds the archive once per Java and Spark installation
+(the bootstrap runs it); :func:`java_options` adds it to the driver's options when it exists. An
+archive that does not fit this JVM or class path costs nothing but the time: the JVM checks it
+and starts without it.
 """
 
 from __future__ import annotations
@@ -24,48 +24,41 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-ARCHIVE_ENV = "KAPPA_JVM_ARCHIVE"  # a path, or "off"
+from streaming.settings import SparkSettings, load_settings
 
 
-def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "kappa" / "jvm"
-
-
-def archive_path() -> Path | None:
+def archive_path(spark: SparkSettings) -> Path | None:
     """Where this Java and Spark installation's archive lives; None if switched off."""
-    configured = os.environ.get(ARCHIVE_ENV, "")
+    configured = spark.jvm_archive
     if configured.lower() == "off":
         return None
     if configured:
         return Path(configured)
+    if spark.cache_dir is None:
+        return None
     import pyspark
 
-    java = shutil.which("java", path=_java_path()) or "java"
+    bin_dir = str(Path(spark.java_home) / "bin") if spark.java_home else None
+    java = shutil.which("java", path=bin_dir) or "java"
     identity = "\n".join(
         [os.path.realpath(java), pyspark.__version__, str(Path(pyspark.__file__).parent)]
     )
     digest = hashlib.sha256(identity.encode()).hexdigest()[:16]
-    return cache_dir() / f"spark-{pyspark.__version__}-{digest}.jsa"
+    return spark.cache_dir / "jvm" / f"spark-{pyspark.__version__}-{digest}.jsa"
 
 
-def _java_path() -> str | None:
-    home = os.environ.get("JAVA_HOME")
-    return str(Path(home) / "bin") if home else None
-
-
-def java_options() -> str:
+def java_options(spark: SparkSettings) -> str:
     """Driver JVM options that map the archive, or "" when there is none."""
-    path = archive_path()
+    path = archive_path(spark)
     if path is None or not path.is_file():
         return ""
     # -Xlog:cds=off: a stale archive is a silent fallback, not a warning on every start.
     return f"-XX:SharedArchiveFile={path} -Xlog:cds=off -Xlog:cds+dynamic=off"
 
 
-def build(timeout_s: float = 600.0) -> Path | None:
+def build(spark: SparkSettings, timeout_s: float = 600.0) -> Path | None:
     """Build the archive (a child process runs a small Spark workload and exits)."""
-    path = archive_path()
+    path = archive_path(spark)
     if path is None:
         return None
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -86,7 +79,7 @@ def build(timeout_s: float = 600.0) -> Path | None:
     return path
 
 
-def _dump(target: Path) -> None:
+def _dump(spark_settings: SparkSettings, target: Path) -> None:
     """Run what a pipeline's driver runs, then stop the JVM so it writes the archive."""
     from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
@@ -119,9 +112,9 @@ def _dump(target: Path) -> None:
             return WarmUpReader()
 
     options = f"-XX:ArchiveClassesAtExit={target} -Xlog:cds=off -Xlog:cds+dynamic=off"
-    spark = build_spark_session(
-        "local[2]", {"spark.driver.extraJavaOptions": options}, archive=False
-    )
+    conf = {**spark_settings.conf, "spark.driver.extraJavaOptions": options}
+    warm_up = spark_settings.model_copy(update={"master": "local[2]", "conf": conf})
+    spark = build_spark_session(warm_up, archive=False)
     spark.dataSource.register(WarmUpSource)
     collected: list[int] = []
 
@@ -153,16 +146,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--if-missing", action="store_true", help="only if there is none yet")
     parser.add_argument("--dump-to", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    spark = load_settings().spark
     if args.dump_to is not None:
-        _dump(args.dump_to)
+        _dump(spark, args.dump_to)
         return 0
-    path = archive_path()
+    path = archive_path(spark)
     if path is None:
-        print(f"{ARCHIVE_ENV}=off: no JVM class archive", file=sys.stderr)
+        print("the JVM class archive is off (KAPPA_JVM_ARCHIVE=off)", file=sys.stderr)
         return 0
     if args.if_missing and path.is_file():
         return 0
-    build()
+    build(spark)
     return 0
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -28,6 +27,7 @@ from streaming.run.deployment import Deployment
 from streaming.run.health import CAUGHT_UP, RUNNING, STOPPED, HealthThresholds, classify
 from streaming.run.micro_batch import BatchWriter
 from streaming.run.reporting import NullReporter, Reporter, Snapshot, take_snapshot
+from streaming.settings import KafkaSettings
 from streaming.versions.alignment import LiveAlignment
 
 
@@ -54,7 +54,7 @@ class PipelineRunner:
         spark: SparkSession,
         pipeline: Pipeline,
         deployment: Deployment,
-        kafka_client: Mapping[str, str],
+        kafka: KafkaSettings,
         options: RunOptions,
         reporter: Reporter | None = None,
         stop: threading.Event | None = None,
@@ -62,7 +62,7 @@ class PipelineRunner:
         self.spark = spark
         self.pipeline = pipeline
         self.deployment = deployment
-        self.kafka_client = dict(kafka_client)
+        self.kafka = kafka
         self.options = options
         self.reporter = reporter or NullReporter()
         self.writer = BatchWriter(pipeline, deployment)
@@ -71,7 +71,7 @@ class PipelineRunner:
         self._previous_lag: int | None = None
         self._drift = ""
         self._committed_before: off.OffsetMap = {}  # the table's position when this run started
-        self._log = KafkaLog(self.kafka_client)  # connects on first use, reused per report
+        self._log = KafkaLog.of(kafka)  # connects on first use, reused per report
         self.alignment = LiveAlignment(deployment) if options.follow_live else None
 
     def request_stop(self) -> None:
@@ -84,6 +84,7 @@ class PipelineRunner:
             .option("subscribe", ",".join(self.pipeline.topics))
             .option("startingOffsets", self.options.starting_offsets)
             .option("failOnDataLoss", str(self.options.fail_on_data_loss).lower())
+            .option("brokerProfile", "embedded" if self.kafka.ends_by_fetch else "kafka")
         )
         for key, value in source_options(self.pipeline).items():
             reader = reader.option(key, value)
@@ -99,7 +100,7 @@ class PipelineRunner:
             reader = reader.option(
                 "maxOffsetsPerTrigger", str(self.options.max_offsets_per_trigger)
             )
-        for key, value in self.kafka_client.items():
+        for key, value in self.kafka.client_config().items():
             reader = reader.option(f"kafka.{key}", value)
         writer = (
             reader.load()

@@ -1,16 +1,22 @@
-"""Building the SparkSession a pipeline runs in (only when asked: never at import)."""
+"""The SparkSession a pipeline runs in: its settings, and building it (only when asked).
+
+Spark's defaults come from the platform settings (``platform/kappa.yaml``); only the invariants
+every session needs are fixed here.
+"""
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable
 from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-# Settings every kappa session needs, whatever the user configures (DESIGN.md: a missing Arrow
-# path must fail loudly instead of silently taking the slow path).
+from streaming.settings import SparkSettings
+
+# Whatever the user configures: a missing Arrow path must fail loudly rather than silently take
+# the slow path, times are UTC, and a stop request lets the batch in flight finish.
 REQUIRED_CONF = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.sql.execution.arrow.pyspark.fallback.enabled": "false",
@@ -20,69 +26,66 @@ REQUIRED_CONF = {
 
 JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 
-DEFAULT_CONF = {
-    "spark.sql.shuffle.partitions": "4",
-    "spark.ui.enabled": "false",
-    "spark.ui.showConsoleProgress": "false",
-    "spark.driver.bindAddress": "127.0.0.1",
-    "spark.driver.host": "127.0.0.1",
-    "spark.python.worker.reuse": "true",
-    "spark.sql.adaptive.enabled": "false",
-}
-
-
-def build_spark_session(
-    master: str = "local[*]",
-    conf: Mapping[str, str] | None = None,
-    app_name: str = "kappa",
-    archive: bool = True,
-) -> SparkSession:
-    """Get or create the process's SparkSession with the platform's settings.
-
-    The Python workers use this interpreter unless ``PYSPARK_PYTHON`` says otherwise, so the
-    project's packages (and confluent-kafka) are importable in them. On a cluster the same
-    environment must exist on the executors (see the README). With ``archive``, a new driver JVM
-    maps the class archive of ``streaming.run.jvm_archive`` if one was built.
-    """
-    os.environ.setdefault("PYSPARK_PYTHON", worker_python())
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    settings = {**DEFAULT_CONF, **dict(conf or {}), **REQUIRED_CONF}
-    if archive:
-        from streaming.run.jvm_archive import java_options
-
-        extra = " ".join(filter(None, [settings.get(JAVA_OPTIONS, ""), java_options()]))
-        if extra:
-            settings[JAVA_OPTIONS] = extra
-    builder = SparkSession.builder.master(master).appName(app_name)
-    for key, value in settings.items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    from streaming.kafka.source import KafkaDataSource
-
-    spark.dataSource.register(KafkaDataSource)
-    return spark
-
-
+# Gives a SparkSession when called: the platform's own, or one a Dagster resource holds.
+SparkProvider = Callable[[], SparkSession]
 WORKER_WRAPPER = Path(__file__).with_name("worker_python.sh")
 
 
-def worker_python() -> str:
-    """The Python for Spark's Python processes: this interpreter, loading the installed pyspark.
+def session_conf(spark: SparkSettings, app_name: str = "kappa", archive: bool = True) -> dict:
+    """Every setting of a platform session, master and application name included (the form
+    ``dagster_pyspark``'s resources take). With ``archive``, a new driver JVM maps the class
+    archive of ``streaming.run.jvm_archive`` if one was built."""
+    conf = {"spark.master": spark.master, "spark.app.name": app_name, "spark.log.level": "ERROR"}
+    conf.update({**spark.conf, **REQUIRED_CONF})
+    if archive:
+        from streaming.run.jvm_archive import java_options
 
-    When Spark runs from the pip-installed pyspark (no ``SPARK_HOME`` elsewhere), the workers go
-    through ``worker_python.sh``, which puts the installed pyspark ahead of Spark's zipped copy
-    of the same release, so they load cached bytecode instead of compiling pyspark at every
-    start (about 1 s of CPU per process). Otherwise it is simply this interpreter.
-    """
+        extra = " ".join(filter(None, [conf.get(JAVA_OPTIONS, ""), java_options(spark)]))
+        if extra:
+            conf[JAVA_OPTIONS] = extra
+    return conf
+
+
+def python_environment(spark: SparkSettings) -> dict[str, str]:
+    """The environment that points Spark's Python processes at this Python (``PYSPARK_PYTHON``
+    and friends), so the project's packages and confluent-kafka are importable in them. On a
+    cluster the same environment must exist on the executors (see the README)."""
+    env = {"PYSPARK_DRIVER_PYTHON": sys.executable}
+    if spark.pyspark_python:
+        return {**env, "PYSPARK_PYTHON": spark.pyspark_python}
     import pyspark
 
     installed = Path(pyspark.__file__).resolve().parent
-    spark_home = os.environ.get("SPARK_HOME")
-    if spark_home and Path(spark_home).resolve() != installed:
-        return sys.executable
-    if not os.access(WORKER_WRAPPER, os.X_OK):
-        return sys.executable
-    os.environ.setdefault("KAPPA_WORKER_PYTHON", sys.executable)
-    os.environ.setdefault("KAPPA_WORKER_SITE", str(installed.parent))
-    return str(WORKER_WRAPPER)
+    other_spark = spark.spark_home and Path(spark.spark_home).resolve() != installed
+    if other_spark or not os.access(WORKER_WRAPPER, os.X_OK):
+        return {**env, "PYSPARK_PYTHON": sys.executable}
+    # The workers go through worker_python.sh, which puts the installed pyspark ahead of Spark's
+    # zipped copy of the same release: they load cached bytecode instead of compiling pyspark at
+    # every start (about 1 s of CPU per process).
+    return {
+        **env,
+        "PYSPARK_PYTHON": str(WORKER_WRAPPER),
+        "KAPPA_WORKER_PYTHON": sys.executable,
+        "KAPPA_WORKER_SITE": str(installed.parent),
+    }
+
+
+def build_spark_session(
+    spark: SparkSettings, app_name: str = "kappa", archive: bool = True
+) -> SparkSession:
+    """Get or create the process's SparkSession with the platform's settings, the Kafka source
+    registered."""
+    os.environ.update(python_environment(spark))
+    builder = SparkSession.builder
+    for key, value in session_conf(spark, app_name, archive).items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    from streaming.kafka.source import KafkaDataSource
+
+    session.dataSource.register(KafkaDataSource)
+    return session
+
+
+def session_provider(spark: SparkSettings, app_name: str = "kappa") -> SparkProvider:
+    """A provider of the platform's session, built on first call."""
+    return lambda: build_spark_session(spark, app_name)

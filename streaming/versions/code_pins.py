@@ -20,7 +20,6 @@ from pathlib import Path
 from types import ModuleType
 
 from streaming.define.pipeline import Pipeline
-from streaming.define.registry import get_pipeline
 from streaming.errors import VersionError
 from streaming.home import Home
 from streaming.run.deployment import Deployment
@@ -38,9 +37,9 @@ class PinnedPipeline:
     warning: str = ""
 
 
-def pinned_pipeline(home: Home, name: str, version: str | None) -> PinnedPipeline:
-    """The pipeline code a deployment of ``name`` at ``version`` (default: declared) runs."""
-    declared = get_pipeline(name)
+def pinned_pipeline(home: Home, declared: Pipeline, version: str | None) -> PinnedPipeline:
+    """The pipeline code a deployment of ``declared``'s pipeline at ``version`` (default: its
+    declared version) runs."""
     deployment = Deployment(declared.name, version or declared.version, home)
     path = deployment.code_pin_path
     if path.exists():

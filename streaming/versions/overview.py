@@ -73,7 +73,7 @@ def _comparison_text(comparison: dict[str, Any] | None) -> str:
 
 
 def overview(settings: Settings, pipeline_name: str) -> Overview:
-    pipeline = get_pipeline(pipeline_name)
+    pipeline = get_pipeline(settings.pipelines, pipeline_name)
     home = settings.home
     live = live_version(home, pipeline.name)
     switches = tuple(history(home, pipeline.name))

@@ -11,6 +11,7 @@ from streaming.delta.table_reader import last_end_offsets
 from streaming.errors import VersionError
 from streaming.kafka import offsets as off
 from streaming.run.deployment import Deployment
+from streaming.run.spark_session import SparkProvider, session_provider
 from streaming.settings import Settings
 from streaming.versions.comparable import comparable_pair
 from streaming.versions.live_pointer import Switch, history, live_version, switch
@@ -28,14 +29,18 @@ class Promotion:
 
 
 def compare_with_live(
-    settings: Settings, pipeline_name: str, version: str, wait_s: float | None = None
+    settings: Settings,
+    pipeline_name: str,
+    version: str,
+    wait_s: float | None = None,
+    spark: SparkProvider | None = None,
 ) -> Any:
     """Compare ``version`` with the live version at exactly the same input offsets.
 
     With ``wait_s``, first wait (up to that long) until the candidate has processed at least the
     offsets the live version had committed when the comparison started.
     """
-    pipeline = get_pipeline(pipeline_name)
+    pipeline = get_pipeline(settings.pipelines, pipeline_name)
     live = live_version(settings.home, pipeline.name)
     if live is None:
         msg = f"{pipeline.name} has no live version to compare with"
@@ -45,7 +50,7 @@ def compare_with_live(
         raise PromotionBlockedError(msg)
     if wait_s is not None:
         wait_until_caught_up(settings, pipeline.name, live, version, wait_s)
-    return compare_versions(settings, pipeline.name, live, version)
+    return compare_versions(settings, pipeline.name, live, version, spark)
 
 
 def wait_until_caught_up(
@@ -78,14 +83,21 @@ def wait_until_caught_up(
 
 
 def compare_versions(
-    settings: Settings, pipeline_name: str, old_version: str, new_version: str
+    settings: Settings,
+    pipeline_name: str,
+    old_version: str,
+    new_version: str,
+    spark: SparkProvider | None = None,
 ) -> Any:
-    """Compare two versions' tables at the latest input offsets both have committed."""
+    """Compare two versions' tables at the latest input offsets both have committed.
+
+    ``spark`` gives the session, asked for only once there is something to compare (default:
+    the platform's session, built from the settings).
+    """
     from quality import compare_tables, save_result
     from streaming.delta.table_reader import read_spark
-    from streaming.run.spark_session import build_spark_session
 
-    pipeline = get_pipeline(pipeline_name)
+    pipeline = get_pipeline(settings.pipelines, pipeline_name)
     old, new = (Deployment(pipeline.name, v, settings.home) for v in (old_version, new_version))
     pair = comparable_pair(old, new)
     if pair is None:
@@ -95,10 +107,10 @@ def compare_versions(
             "--until-live`"
         )
         raise PromotionBlockedError(msg)
-    spark = build_spark_session(settings.spark.master, settings.spark.conf)
+    session = (spark or session_provider(settings.spark))()
     result = compare_tables(
-        read_spark(spark, old.table_path, pair.live_table_version),
-        read_spark(spark, new.table_path, pair.candidate_table_version),
+        read_spark(session, old.table_path, pair.live_table_version),
+        read_spark(session, new.table_path, pair.candidate_table_version),
         pipeline.table.key,
         pipeline.comparison,
         table=pipeline.name,
@@ -132,13 +144,15 @@ def promote(
     wait_s: float | None = None,
     actor: str = "kappa",
     comparison: Any = None,
+    spark: SparkProvider | None = None,
 ) -> Promotion:
     """Make ``version`` live if it compares clean with the live version (or ``force``).
 
     ``wait_s``: wait up to that long for the candidate to catch up before comparing;
-    ``comparison``: a comparison with the live version just made (not repeated).
+    ``comparison``: a comparison with the live version just made (not repeated); ``spark``:
+    see :func:`compare_versions`.
     """
-    pipeline = get_pipeline(pipeline_name)
+    pipeline = get_pipeline(settings.pipelines, pipeline_name)
     candidate = Deployment(pipeline.name, version, settings.home)
     if not candidate.table_path.exists():
         msg = f"{candidate.id} has no table; run it first (kappa run {pipeline.name} --version "
@@ -152,7 +166,7 @@ def promote(
         return Promotion(switch(settings.home, pipeline.name, version, "first live version"))
     if comparison is not None and comparison.old_name != live:
         comparison = None  # the live version changed since: compare again
-    result = comparison or compare_with_live(settings, pipeline.name, version, wait_s)
+    result = comparison or compare_with_live(settings, pipeline.name, version, wait_s, spark)
     if not result.passed and not force:
         msg = f"promotion of {candidate.id} blocked: " + "; ".join(result.failures)
         raise PromotionBlockedError(msg)
@@ -177,7 +191,7 @@ def promote(
 
 def rollback(settings: Settings, pipeline_name: str, actor: str = "kappa") -> Switch:
     """Switch back to the version that was live before the last switch."""
-    pipeline = get_pipeline(pipeline_name)
+    pipeline = get_pipeline(settings.pipelines, pipeline_name)
     switches = history(settings.home, pipeline.name)
     if not switches or switches[-1].from_version is None:
         msg = f"{pipeline.name} has no previous live version to roll back to"

@@ -49,8 +49,9 @@ class Platform:
 
 
 @contextmanager
-def running_platform(home: Path) -> Iterator[Platform]:
-    settings = private_settings(home)
+def running_platform(home: Path, **overrides: object) -> Iterator[Platform]:
+    """``overrides``: dotted settings, e.g. ``pipelines`` for a user's pipeline modules."""
+    settings = private_settings(home, **overrides)
     broker = EmbeddedBroker(settings)
     broker.start()
     dagster = dagster_dev(settings).start()

@@ -14,19 +14,19 @@ from streaming.settings import Settings
 
 
 def run_until_caught_up(spark: Any, settings: Settings, name: str, **options: Any) -> Snapshot:
-    pipeline = get_pipeline(name)
+    pipeline = get_pipeline(settings.pipelines, name)
     deployment = Deployment(pipeline.name, options.pop("version", pipeline.version), settings.home)
     runner = PipelineRunner(
         spark,
         pipeline,
         deployment,
-        settings.kafka.client_config(),
+        settings.kafka,
         RunOptions(until_caught_up=True, report_every_s=3600, **options),
     )
     return runner.run()
 
 
 def table_rows(settings: Settings, name: str, version: str = "v1") -> dict[str, dict[str, Any]]:
-    pipeline = get_pipeline(name)
+    pipeline = get_pipeline(settings.pipelines, name)
     path = Deployment(name, version, settings.home).table_path
     return table_state(read_arrow(path).to_pylist(), pipeline.table.key)

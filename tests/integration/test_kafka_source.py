@@ -54,6 +54,20 @@ def _records(topic: str, n: int, prefix: str = "") -> list[Out]:
     return [Out(topic, f"{prefix}{i % 37}".encode(), f"{prefix}v{i}".encode()) for i in range(n)]
 
 
+def test_the_kafka_profile_reads_every_record_with_list_offsets(spark, settings, broker, tmp_path):
+    send(settings, _records("u", 2_000), linger_ms=0, batch_records=1)  # exact ListOffsets
+    rows, _ = _collect(
+        spark,
+        settings,
+        tmp_path / "cp",
+        subscribe="u",
+        startingOffsets="earliest",
+        maxOffsetsPerTrigger="700",
+        brokerProfile="kafka",
+    )
+    assert sorted(v for *_, v in rows) == sorted(f"v{i}".encode() for i in range(2_000))
+
+
 def test_reads_every_record_exactly_despite_batching_producers(spark, settings, broker, tmp_path):
     send(settings, _records("a", 10_000), linger_ms=100)
     with KafkaLog(settings.kafka.client_config()) as log:

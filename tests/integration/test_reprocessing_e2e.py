@@ -63,22 +63,21 @@ def code_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     package.mkdir()
     (package / "__init__.py").write_text("")
     (package / "customers.py").write_text(V1)
-    saved = {k: os.environ.get(k) for k in ("PYTHONPATH", "KAPPA_PIPELINES")}
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), saved["PYTHONPATH"]) if p)
-    os.environ["KAPPA_PIPELINES"] = MODULE
+    saved = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), saved) if p)
     try:
         yield package
     finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+        if saved is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = saved
 
 
 @pytest.fixture(scope="module")
 def platform(code_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Platform]:
-    with running_platform(tmp_path_factory.mktemp("reprocessing")) as running:
+    home = tmp_path_factory.mktemp("reprocessing")
+    with running_platform(home, pipelines=MODULE) as running:
         yield running
 
 

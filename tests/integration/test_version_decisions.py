@@ -40,31 +40,35 @@ def _commit(settings: Settings, version: str, offsets: dict[int, int], batch: in
     )
 
 
-def _v2(monkeypatch: pytest.MonkeyPatch, **changes: object) -> None:
-    v1 = get_pipeline("customers")
-    monkeypatch.setitem(registry(), "customers", dataclasses.replace(v1, version="v2", **changes))
+def _v2(settings: Settings, monkeypatch: pytest.MonkeyPatch, **changes: object) -> None:
+    v1 = get_pipeline(settings.pipelines, "customers")
+    monkeypatch.setitem(
+        registry(settings.pipelines), "customers", dataclasses.replace(v1, version="v2", **changes)
+    )
 
 
 def test_new_version_is_launched_once_and_only_when_not_live(settings, broker, monkeypatch):
     send(settings, customer_changes(50, seed=1))
-    pipeline = get_pipeline("customers")
+    pipeline = get_pipeline(settings.pipelines, "customers")
     assert not candidate_to_launch(settings, pipeline, "none").act  # nothing live yet
     claim_first(settings.home, "customers", "v1", "first deployment")
     decision = candidate_to_launch(settings, pipeline, "none")
     assert not decision.act and "v1 is live" in decision.reason
 
-    _v2(monkeypatch)
-    decision = candidate_to_launch(settings, get_pipeline("customers"), "none")
+    _v2(settings, monkeypatch)
+    decision = candidate_to_launch(settings, get_pipeline(settings.pipelines, "customers"), "none")
     assert decision.act and decision.version == "v2" and "differs from live v1" in decision.reason
-    assert not candidate_to_launch(settings, get_pipeline("customers"), "active").act
-    again = candidate_to_launch(settings, get_pipeline("customers"), "failed")
+    assert not candidate_to_launch(
+        settings, get_pipeline(settings.pipelines, "customers"), "active"
+    ).act
+    again = candidate_to_launch(settings, get_pipeline(settings.pipelines, "customers"), "failed")
     assert not again.act and "launched already" in again.reason
 
 
 def test_candidate_is_compared_when_within_reach_and_not_twice(settings, monkeypatch):
     claim_first(settings.home, "customers", "v1", "first deployment")
-    _v2(monkeypatch, promotion="auto")
-    pipeline = get_pipeline("customers")
+    _v2(settings, monkeypatch, promotion="auto")
+    pipeline = get_pipeline(settings.pipelines, "customers")
     _commit(settings, "v1", {0: 400_000, 1: 400_000})
     _commit(settings, "v2", {0: 100_000, 1: 0})
     waiting = comparison_to_run(settings, pipeline, "none")
@@ -156,15 +160,11 @@ def test_a_deployment_keeps_its_pinned_code_after_the_module_changes(settings, t
 
 
 def pinned_pipeline_from(settings: Settings, module: object):  # type: ignore[no-untyped-def]
-    registry()["customers"] = module.PIPELINE  # type: ignore[attr-defined]
-    try:
-        return pinned_pipeline(settings.home, "customers", None)
-    finally:
-        registry()["customers"] = sys.modules["pipelines.customers"].PIPELINE
+    return pinned_pipeline(settings.home, module.PIPELINE, None)  # type: ignore[attr-defined]
 
 
 def test_pins_live_next_to_the_deployment(settings: Settings) -> None:
-    pinned = pinned_pipeline(settings.home, "customers", "v7")
+    pinned = pinned_pipeline(settings.home, get_pipeline(settings.pipelines, "customers"), "v7")
     assert pinned.pipeline.version == "v7"
     assert pinned.pinned_at == settings.home.code_pin("customers__v7")
 
@@ -180,8 +180,8 @@ def test_a_new_deployment_can_start_at_a_timestamp(settings, broker):
     cut_ms = int(time.time() * 1000) + 1  # every record after this was produced later
     assert wait_until_clock_passes(cut_ms)
     send(settings, customer_changes(300, seed=6))
-    assert offsets_at_timestamp(client, ("customers",), cut_ms) == before
-    assert offsets_at_timestamp(client, ("customers",), 0) == {
+    assert offsets_at_timestamp(settings.kafka, ("customers",), cut_ms) == before
+    assert offsets_at_timestamp(settings.kafka, ("customers",), 0) == {
         "customers": dict.fromkeys(range(4), 0)
     }
 

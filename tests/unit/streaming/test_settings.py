@@ -74,3 +74,27 @@ def test_child_environment_round_trips(tmp_path):
     settings = load_settings(path, env={"KAPPA_SPARK_CONF": '{"spark.x": "1"}'})
     again = load_settings(path, env=settings.to_env())
     assert again == settings
+
+
+def test_the_broker_profile_follows_the_bootstrap_servers_unless_set(tmp_path):
+    path = _config(tmp_path, "broker:\n  port: 19999\n")
+    assert load_settings(path, env={}).kafka.broker_profile == "embedded"
+    remote = load_settings(path, env={"KAFKA_BOOTSTRAP_SERVERS": "kafka.example:9093"})
+    assert remote.kafka.broker_profile == "kafka" and not remote.kafka.ends_by_fetch
+    forced = {"KAFKA_BOOTSTRAP_SERVERS": "kafka.example:9093", "KAPPA_BROKER_PROFILE": "embedded"}
+    assert load_settings(path, env=forced).kafka.ends_by_fetch
+
+
+def test_pipelines_come_from_the_file_or_the_environment(tmp_path):
+    path = _config(tmp_path, "pipelines: [pipelines.customers]\n")
+    assert load_settings(path, env={}).pipelines == ("pipelines.customers",)
+    env = {"KAPPA_PIPELINES": "my_pkg.orders, my_pkg.payments"}
+    assert load_settings(path, env=env).pipelines == ("my_pkg.orders", "my_pkg.payments")
+    with pytest.raises(ConfigError, match="pipelines"):
+        load_settings(path, env={"KAPPA_PIPELINES": "not a module"})
+
+
+def test_spark_defaults_come_from_the_config_file(tmp_path):
+    path = _config(tmp_path, "spark:\n  conf:\n    spark.sql.shuffle.partitions: 8\n")
+    conf = load_settings(path, env={"KAPPA_SPARK_CONF": '{"spark.x": "1"}'}).spark.conf
+    assert conf == {"spark.sql.shuffle.partitions": "8", "spark.x": "1"}

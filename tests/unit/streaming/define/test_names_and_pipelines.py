@@ -30,15 +30,20 @@ def test_deployment_paths_are_per_version():
     )
 
 
+DEMO = ("pipelines.customers", "pipelines.customer_spend")
+
+
 def test_unknown_pipeline_lists_the_known_ones():
     with pytest.raises(UnknownPipelineError, match="customer_spend, customers"):
-        get_pipeline("nope")
+        get_pipeline(DEMO, "nope")
 
 
 def test_fingerprints_are_stable_and_distinct():
-    prints = {p.fingerprint for p in registry().values()}
-    assert len(prints) == len(registry())
-    assert get_pipeline("customers").fingerprint == get_pipeline("customers").fingerprint
+    prints = {p.fingerprint for p in registry(DEMO).values()}
+    assert len(prints) == len(registry(DEMO))
+    assert (
+        get_pipeline(DEMO, "customers").fingerprint == get_pipeline(DEMO, "customers").fingerprint
+    )
 
 
 def test_demo_events_are_deterministic_per_seed():

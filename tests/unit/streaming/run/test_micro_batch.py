@@ -10,6 +10,7 @@ from streaming.define.registry import get_pipeline
 from streaming.delta.compacted_table import change_schema
 from streaming.run.deployment import Deployment
 from streaming.run.micro_batch import BatchWriter
+from streaming.settings import load_settings
 
 
 def _offsets_log(checkpoint: Path, batches: range) -> None:
@@ -22,7 +23,7 @@ def _offsets_log(checkpoint: Path, batches: range) -> None:
 
 
 def test_a_long_continuous_run_keeps_a_bounded_batch_history(tmp_path):
-    pipeline = get_pipeline("customers")
+    pipeline = get_pipeline(load_settings(env={}).pipelines, "customers")
     deployment = Deployment("customers", "v1", tmp_path)
     writer = BatchWriter(pipeline, deployment)
     empty = change_schema(pipeline.table_schema, pipeline.table).empty_table()
