@@ -247,7 +247,8 @@ def measure_steady(
     """
     from streaming.define.registry import get_pipeline
     from streaming.kafka import offsets as off
-    from streaming.run.runner import PipelineRunner, RunOptions
+    from streaming.run.options import RunOptions
+    from streaming.run.runner import PipelineRunner
     from streaming.run.spark_session import build_spark_session
     from streaming.settings import load_settings
 
@@ -261,8 +262,9 @@ def measure_steady(
             spark,
             get_pipeline(settings.pipelines, "customers"),
             Deployment("customers", version, bench.home),
-            bench.kafka_client,
+            settings.kafka,
             RunOptions(
+                mode="until_caught_up",
                 report_every_s=3600,
                 max_offsets_per_trigger=batch_events,
                 follow_live=False,

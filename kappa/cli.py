@@ -166,12 +166,11 @@ def _demo_produce(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _run(settings: Settings, args: argparse.Namespace) -> int:
-    from streaming.run.job import options_from_args, run_pipeline
+    from streaming.run.job import run_pipeline
+    from streaming.run.options import from_flags
     from streaming.run.reporting import LogReporter
 
-    snapshot = run_pipeline(
-        settings, args.pipeline, args.version, options_from_args(args), LogReporter()
-    )
+    snapshot = run_pipeline(settings, args.pipeline, args.version, from_flags(args), LogReporter())
     print(
         f"{snapshot.deployment}: {snapshot.state}, {snapshot.records_processed} records in "
         f"{snapshot.batches} batches, {snapshot.table_rows} rows, "

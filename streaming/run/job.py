@@ -1,7 +1,10 @@
-"""The streaming job's entry point: ``python -m streaming run PIPELINE [options]``.
+"""Starting a deployment: ``python -m streaming run PIPELINE [options]`` and ``kappa run``.
 
-This is what Dagster launches (through Dagster Pipes, with ``--pipes``) and what ``kappa run``
-calls in-process. SIGINT or SIGTERM stops the query at a micro-batch boundary.
+Start-up resolves the code the deployment runs (its pin), checks the broker and the log, takes
+the deployment's lock, makes a pipeline's first deployment live and starts the query. Dagster
+launches this through Dagster Pipes (``--pipes``); ``kappa run`` calls it in-process. SIGINT or
+SIGTERM stops the query at a micro-batch boundary. The exit codes tell a supervisor what not to
+retry.
 """
 
 from __future__ import annotations
@@ -16,98 +19,21 @@ from types import FrameType
 from streaming.define.pipeline import Pipeline
 from streaming.define.registry import get_pipeline
 from streaming.errors import DataLossError, KappaError, RunError
-from streaming.kafka.offsets import DEFAULT_BATCH_RECORDS
 from streaming.run.deployment import Deployment
-from streaming.run.health import HealthThresholds
 from streaming.run.lock import DeploymentBusyError, DeploymentLock
+from streaming.run.options import RunOptions, add_flags, from_flags
 from streaming.run.reporting import LogReporter, Reporter, Snapshot
-from streaming.run.runner import PipelineRunner, RunOptions
+from streaming.run.runner import PipelineRunner
 from streaming.settings import Settings, launching_run_id, load_settings
 from streaming.versions.code_pins import pinned_pipeline
 from streaming.versions.live_pointer import claim_first
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments of ``kappa run`` and ``python -m streaming run``."""
     parser.add_argument("pipeline", help="pipeline name, e.g. customers")
     parser.add_argument("--version", help="deployment version (default: the pipeline's declared)")
-    parser.add_argument(
-        "--until-caught-up",
-        action="store_true",
-        help="process everything available now (availableNow trigger) and exit",
-    )
-    parser.add_argument(
-        "--trigger-interval",
-        default="1 second",
-        help="micro-batch interval in continuous mode (default: 1 second)",
-    )
-    parser.add_argument(
-        "--max-offsets-per-trigger",
-        type=int,
-        default=DEFAULT_BATCH_RECORDS,
-        help=f"cap on records per micro-batch (default {DEFAULT_BATCH_RECORDS:,})",
-    )
-    parser.add_argument(
-        "--starting-offsets",
-        default="earliest",
-        help="earliest | latest | JSON offsets, for a new checkpoint only",
-    )
-    parser.add_argument(
-        "--report-every",
-        type=float,
-        default=5.0,
-        help="seconds between progress reports (default: 5)",
-    )
-    parser.add_argument(
-        "--lag-threshold",
-        type=int,
-        default=10_000,
-        help="records of lag above which the deployment is lagging",
-    )
-    parser.add_argument(
-        "--stall-after",
-        type=float,
-        default=60.0,
-        help="seconds without a batch, with input waiting, before 'stalled'",
-    )
-    _add_version_arguments(parser)
-
-
-def _add_version_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--until-live",
-        action="store_true",
-        help="stop at exactly the input offsets the live version has committed (for comparing)",
-    )
-    parser.add_argument(
-        "--force",
-        action="store_true",
-        help="replay from the earliest offsets even if the log lost its beginning",
-    )
-    parser.add_argument(
-        "--starting-timestamp",
-        type=int,
-        help="a new deployment starts at the first records at or after this time (epoch ms)",
-    )
-    parser.add_argument(
-        "--no-follow-live",
-        action="store_true",
-        help="while not live, do not cut batches at the live version's commits (no comparison)",
-    )
-
-
-def options_from_args(args: argparse.Namespace) -> RunOptions:
-    return RunOptions(
-        until_caught_up=args.until_caught_up,
-        trigger_interval=args.trigger_interval,
-        max_offsets_per_trigger=args.max_offsets_per_trigger,
-        starting_offsets=args.starting_offsets,
-        report_every_s=args.report_every,
-        thresholds=HealthThresholds(args.lag_threshold, args.stall_after),
-        until_live=args.until_live,
-        allow_missing_history=args.force,
-        follow_live=not args.no_follow_live,
-        starting_timestamp_ms=args.starting_timestamp,
-    )
+    add_flags(parser)
 
 
 def run_pipeline(
@@ -165,8 +91,6 @@ def _resolve_versions(
     settings: Settings, pipeline: Pipeline, deployment: Deployment, options: RunOptions
 ) -> RunOptions:
     """Apply --until-live and the replay-from-the-beginning guard."""
-    from dataclasses import replace
-
     from streaming.delta.table_reader import last_end_offsets
     from streaming.kafka import offsets as off
     from streaming.kafka.history import check_log_has_beginning
@@ -177,8 +101,8 @@ def _resolve_versions(
         from streaming.kafka.start_position import offsets_at_timestamp
 
         start = offsets_at_timestamp(settings.kafka, pipeline.topics, options.starting_timestamp_ms)
-        options = replace(options, starting_offsets=off.dumps(start))
-    elif fresh and options.starting_offsets == "earliest" and not options.allow_missing_history:
+        options = options.model_copy(update={"starting_offsets": off.dumps(start)})
+    elif fresh and options.starting_offsets == "earliest" and not options.force_replay:
         check_log_has_beginning(settings.kafka.client_config(), pipeline.topics)
     if not options.until_live:
         return options
@@ -190,7 +114,8 @@ def _resolve_versions(
     if ending is None:
         msg = f"the live version {live} of {pipeline.name} has committed nothing yet"
         raise RunError(msg)
-    return replace(options, until_caught_up=True, ending_offsets=off.dumps(ending))
+    update = {"mode": "until_caught_up", "ending_offsets": off.dumps(ending)}
+    return options.model_copy(update=update)
 
 
 def _check_broker(settings: Settings, topics: Sequence[str]) -> None:
@@ -209,7 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         settings = load_settings()
-        options = options_from_args(args)
+        options = from_flags(args)
         if args.pipes:
             from streaming.run.pipes_reporter import pipes_reporter
 

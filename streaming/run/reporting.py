@@ -92,7 +92,7 @@ class LogReporter:
         print(json.dumps({"event": event, **payload}, default=str), file=self.stream, flush=True)
 
     def started(self, deployment: Deployment, options: Any) -> None:
-        self._emit("started", {"deployment": deployment.id, "options": asdict(options)})
+        self._emit("started", {"deployment": deployment.id, "options": options.model_dump()})
 
     def warning(self, message: str) -> None:
         self._emit("warning", {"message": message})

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 from pyspark.errors import StreamingQueryException
@@ -24,28 +24,12 @@ from streaming.kafka.decode import source_options
 from streaming.kafka.log import KafkaLog
 from streaming.kafka.source import FORMAT
 from streaming.run.deployment import Deployment
-from streaming.run.health import CAUGHT_UP, RUNNING, STOPPED, HealthThresholds, classify
+from streaming.run.health import CAUGHT_UP, RUNNING, STOPPED, classify
 from streaming.run.micro_batch import BatchWriter
+from streaming.run.options import RunOptions
 from streaming.run.reporting import NullReporter, Reporter, Snapshot, take_snapshot
 from streaming.settings import KafkaSettings
 from streaming.versions.alignment import LiveAlignment
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    until_caught_up: bool = True
-    trigger_interval: str = "1 second"
-    max_offsets_per_trigger: int | None = off.DEFAULT_BATCH_RECORDS  # None: no cap
-    starting_offsets: str = "earliest"
-    ending_offsets: str | None = None
-    until_live: bool = False
-    allow_missing_history: bool = False
-    starting_timestamp_ms: int | None = None  # a new deployment starts at this time instead
-    follow_live: bool = True  # while not live, cut batches at the live version's commit offsets
-    fail_on_data_loss: bool = True
-    report_every_s: float = 5.0
-    graceful_stop_timeout_s: float = 20.0
-    thresholds: HealthThresholds = field(default_factory=HealthThresholds)
 
 
 class PipelineRunner:

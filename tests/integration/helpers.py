@@ -8,8 +8,9 @@ from kappa.testing.reference import table_state
 from streaming.define.registry import get_pipeline
 from streaming.delta.table_reader import read_arrow
 from streaming.run.deployment import Deployment
+from streaming.run.options import RunOptions
 from streaming.run.reporting import Snapshot
-from streaming.run.runner import PipelineRunner, RunOptions
+from streaming.run.runner import PipelineRunner
 from streaming.settings import Settings
 
 
@@ -21,7 +22,7 @@ def run_until_caught_up(spark: Any, settings: Settings, name: str, **options: An
         pipeline,
         deployment,
         settings.kafka,
-        RunOptions(until_caught_up=True, report_every_s=3600, **options),
+        RunOptions(mode="until_caught_up", report_every_s=3600, **options),
     )
     return runner.run()
 

@@ -15,7 +15,8 @@ from kappa.testing.producing import customer_changes, send
 from quality.rules import ComparisonPolicy
 from streaming.define.registry import get_pipeline, registry
 from streaming.run.deployment import Deployment
-from streaming.run.runner import PipelineRunner, RunOptions
+from streaming.run.options import RunOptions
+from streaming.run.runner import PipelineRunner
 from streaming.versions.live_pointer import history, live_version, switch
 
 pytestmark = pytest.mark.integration
@@ -29,7 +30,7 @@ def _run(spark, settings, pipeline) -> None:  # type: ignore[no-untyped-def]
         pipeline,
         Deployment(pipeline.name, pipeline.version, settings.home),
         settings.kafka,
-        RunOptions(report_every_s=3600),
+        RunOptions(mode="until_caught_up", report_every_s=3600),
     ).run()
 
 

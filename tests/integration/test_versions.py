@@ -11,8 +11,9 @@ from assets.resources import KappaSettings, spark_resource
 from kappa.testing.producing import customer_changes, send
 from streaming.define.registry import get_pipeline
 from streaming.run.deployment import Deployment
+from streaming.run.options import RunOptions
 from streaming.run.reporting import NullReporter
-from streaming.run.runner import PipelineRunner, RunOptions
+from streaming.run.runner import PipelineRunner
 
 pytestmark = pytest.mark.integration
 
@@ -32,7 +33,7 @@ def _run(spark, settings, pipeline):  # type: ignore[no-untyped-def]
         pipeline,
         Deployment(pipeline.name, pipeline.version, settings.home),
         settings.kafka,
-        RunOptions(report_every_s=3600),
+        RunOptions(mode="until_caught_up", report_every_s=3600),
         recorder,
     )
     return runner.run(), recorder
@@ -64,7 +65,7 @@ def _run_version(spark, settings, pipeline, **options):  # type: ignore[no-untyp
         pipeline,
         Deployment(pipeline.name, pipeline.version, settings.home),
         settings.kafka,
-        RunOptions(report_every_s=3600, **options),
+        RunOptions(mode="until_caught_up", report_every_s=3600, **options),
     )
     return runner.run()
 
