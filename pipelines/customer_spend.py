@@ -9,7 +9,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from quality.rules import Between, NotInFuture, SumNonNegative, TableSpec
-from streaming.define.pipeline import Accumulate, Pipeline
+from streaming.define import Accumulate, Pipeline
 
 VERSION = "v1"
 

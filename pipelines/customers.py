@@ -11,7 +11,7 @@ from pyspark.sql import functions as F
 
 from quality.reference import ISO_3166_ALPHA2
 from quality.rules import InSet, MatchesRegex, NotInFuture, NotNull, TableSpec
-from streaming.define.pipeline import LatestPerKey, Pipeline
+from streaming.define import LatestPerKey, Pipeline
 
 VERSION = "v1"
 

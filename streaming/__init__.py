@@ -13,7 +13,7 @@ Where each step lives:
 Nothing here opens a SparkSession or a broker connection, or reads the environment, at import.
 """
 
-from streaming.define.pipeline import Accumulate, LatestPerKey, Pipeline
+from streaming.define import Accumulate, LatestPerKey, Pipeline
 from streaming.errors import DataLossError, KappaError
 from streaming.run.deployment import Deployment
 

@@ -7,47 +7,20 @@ micro-batch, and merges the result into the compacted table as ``table`` says.
 
 from __future__ import annotations
 
-import hashlib
-import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
 
+from streaming.define.fingerprint import fingerprint
 from streaming.define.names import validate_pipeline_name, validate_version
-from streaming.kafka.value_decoder import ValueDecoder
+from streaming.define.table_kinds import TableKind
+from streaming.define.value_schema import check_required, parse_value_schema
+from streaming.errors import DefineError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
-
-
-@dataclass(frozen=True)
-class LatestPerKey:
-    """KTable semantics: per key the record with the highest (partition, offset) wins.
-
-    The transform returns rows with the table's columns plus ``_partition``, ``_offset`` and
-    ``_delete`` (true for a tombstone); the sink reduces them to the latest row per key. When the
-    table stores the source position (``position`` names its partition and offset columns), a
-    stored row is only replaced by a change from a higher (partition, offset), so the result does
-    not depend on how the log was cut into batches even if a key moved partitions.
-    """
-
-    key: str
-    position: tuple[str, str] | None = None
-
-
-@dataclass(frozen=True)
-class Accumulate:
-    """A running aggregate per key: the transform returns one row per key for the batch, and
-    ``updates`` says how a batch row folds into the stored row (SQL over ``t.`` and ``s.``).
-    """
-
-    key: str
-    updates: dict[str, str]
-
-
-TableKind = LatestPerKey | Accumulate
 
 
 @dataclass(frozen=True)
@@ -91,31 +64,24 @@ class Pipeline:
     def __post_init__(self) -> None:
         validate_pipeline_name(self.name)
         validate_version(self.version)
+        if not isinstance(self.table, TableKind):
+            msg = f"pipeline {self.name}: table must be a table kind (LatestPerKey, Accumulate)"
+            raise DefineError(msg)
         if self.table_schema.names[0] != self.table.key:
             msg = (
                 f"pipeline {self.name}: the table schema must start with its key {self.table.key!r}"
             )
-            raise ValueError(msg)
+            raise DefineError(msg)
         try:  # the value schema and required fields, checked as the source will decode them
-            ValueDecoder(self.value_schema, self.required, self.accepts_tombstones)
+            check_required(parse_value_schema(self.value_schema), self.required)
         except ValueError as exc:
-            raise ValueError(f"pipeline {self.name}: {exc}") from exc
+            raise DefineError(f"pipeline {self.name}: {exc}") from exc
         if self.promotion not in ("manual", "auto"):
             msg = f"pipeline {self.name}: promotion must be 'manual' or 'auto', not "
             msg += repr(self.promotion)
-            raise ValueError(msg)
+            raise DefineError(msg)
 
     @property
     def fingerprint(self) -> str:
-        """A hash of everything that shapes the output: code, schemas, settings and topics."""
-        parts = [
-            inspect.getsource(self.transform),
-            self.value_schema,
-            repr(self.required),
-            repr(self.accepts_tombstones),
-            repr(self.table),
-            self.table_schema.to_string(),
-            repr(sorted(self.settings.items())),
-            repr(self.topics),
-        ]
-        return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+        """A hash of everything that shapes the output (see ``streaming.define.fingerprint``)."""
+        return fingerprint(self)

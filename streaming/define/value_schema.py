@@ -60,6 +60,15 @@ def parse_value_schema(ddl: str) -> tuple[ValueField, ...]:
     return tuple(fields)
 
 
+def check_required(fields: tuple[ValueField, ...], required: tuple[str, ...]) -> None:
+    """Raise ValueError when a required field is not one of the schema's fields."""
+    names = [f.name for f in fields]
+    unknown = [name for name in required if name not in names]
+    if unknown:
+        msg = f"required fields {unknown} are not in the value schema ({', '.join(names)})"
+        raise ValueError(msg)
+
+
 def arrow_struct(fields: tuple[ValueField, ...]) -> pa.StructType:
     return pa.struct([(f.name, f.arrow_type) for f in fields])
 

@@ -13,18 +13,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
-from streaming.define.pipeline import Accumulate, LatestPerKey, TableKind
+from streaming.define.table_kinds import TableKind
 
 BATCH_ID = "kappa.batch_id"
 END_OFFSETS = "kappa.end_offsets"
 DEPLOYMENT = "kappa.deployment"
 FINGERPRINT = "kappa.fingerprint"
-CHANGE_COLUMNS = ("_partition", "_offset", "_delete")
 
 
 @dataclass(frozen=True)
@@ -102,9 +99,7 @@ class CompactedTable:
         return CommitResult(batch_id, False, dt.version(), changes.num_rows)
 
     def _append(self, dt: DeltaTable, changes: pa.Table, props: CommitProperties) -> None:
-        rows = changes
-        if isinstance(self.kind, LatestPerKey):
-            rows = changes.filter(pc.invert(changes["_delete"]))
+        rows = self.kind.rows_to_append(changes)
         if rows.num_rows:
             rows = rows.select(self.schema.names).cast(self.schema)
             write_deltalake(dt, rows, mode="append", commit_properties=props)
@@ -120,51 +115,4 @@ class CompactedTable:
             target_alias="t",
             commit_properties=props,
         )
-        if isinstance(self.kind, LatestPerKey):
-            newer = "true"
-            if self.kind.position:
-                part, offset = (f"t.`{c}`" for c in self.kind.position)
-                newer = (
-                    f"(s._partition > {part} OR (s._partition = {part} AND s._offset > {offset}))"
-                )
-            merger = (
-                merger.when_matched_delete(predicate=f"s._delete = true AND {newer}")
-                .when_matched_update(updates=columns, predicate=f"s._delete = false AND {newer}")
-                .when_not_matched_insert(updates=columns, predicate="s._delete = false")
-            )
-        elif isinstance(self.kind, Accumulate):
-            merger = merger.when_matched_update(updates=self.kind.updates).when_not_matched_insert(
-                updates=columns
-            )
-        merger.execute()
-
-
-def change_schema(schema: pa.Schema, kind: TableKind) -> pa.Schema:
-    """The Arrow schema of the rows a transform hands to the sink."""
-    if isinstance(kind, LatestPerKey):
-        extra = [
-            pa.field("_partition", pa.int32()),
-            pa.field("_offset", pa.int64()),
-            pa.field("_delete", pa.bool_()),
-        ]
-        return pa.schema([*schema, *extra])
-    return schema
-
-
-def latest_per_key(changes: pa.Table, key: str) -> pa.Table:
-    """KTable reduction of one batch: per key only the row with the highest (partition, offset).
-
-    Done in Arrow and NumPy on the collected changes rather than as a Spark aggregation: it saves
-    a shuffle stage per micro-batch. Keys are dictionary-encoded and the rows sorted by (key code,
-    partition, offset) as integers, which is several times faster than sorting the key strings.
-    """
-    if changes.num_rows <= 1:
-        return changes
-    encoded = pc.dictionary_encode(changes[key].combine_chunks(), null_encoding="encode")
-    codes = encoded.indices.to_numpy(zero_copy_only=False)
-    partitions = changes["_partition"].to_numpy()
-    offsets = changes["_offset"].to_numpy()
-    order = np.lexsort((offsets, partitions, codes))  # the last key sorts first
-    ordered_codes = codes[order]
-    last_of_key = np.append(ordered_codes[1:] != ordered_codes[:-1], True)
-    return changes.take(pa.array(order[last_of_key]))
+        self.kind.merge(merger, columns).execute()

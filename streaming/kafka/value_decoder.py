@@ -25,7 +25,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
-from streaming.define.value_schema import ValueField, arrow_struct, parse_value_schema
+from streaming.define.value_schema import (
+    ValueField,
+    arrow_struct,
+    check_required,
+    parse_value_schema,
+)
 
 NO_KEY = "record has no key"
 KEY_NOT_UTF8 = "key is not valid UTF-8"
@@ -53,11 +58,7 @@ class ValueDecoder:
     def __init__(self, schema: str, required: tuple[str, ...], accepts_tombstones: bool) -> None:
         self.schema_text = schema
         self.fields: tuple[ValueField, ...] = parse_value_schema(schema)
-        names = [f.name for f in self.fields]
-        unknown = [name for name in required if name not in names]
-        if unknown:
-            msg = f"required fields {unknown} are not in the value schema ({', '.join(names)})"
-            raise ValueError(msg)
+        check_required(self.fields, tuple(required))
         self.required = tuple(required)
         self.accepts_tombstones = accepts_tombstones
         self.value_type = arrow_struct(self.fields)

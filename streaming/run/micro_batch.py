@@ -11,8 +11,8 @@ from typing import Any
 
 from pyspark.sql import DataFrame
 
-from streaming.define.pipeline import LatestPerKey, Pipeline
-from streaming.delta.compacted_table import CompactedTable, change_schema, latest_per_key
+from streaming.define.pipeline import Pipeline
+from streaming.delta.compacted_table import CompactedTable
 from streaming.delta.dead_letters import DeadLetters
 from streaming.kafka.decode import BatchSplitter
 from streaming.run.deployment import Deployment
@@ -58,7 +58,7 @@ class BatchWriter:
             deployment.table_path, pipeline.table_schema, pipeline.table, deployment.app_id
         )
         self.dead_letters = DeadLetters(deployment.dead_letter_path, deployment.app_id)
-        self.change_schema = change_schema(pipeline.table_schema, pipeline.table)
+        self.change_schema = pipeline.table.change_schema(pipeline.table_schema)
         self.splitter = BatchSplitter(pipeline)
         self.results: deque[BatchResult] = deque(maxlen=RECENT_RESULTS)
         self.totals = BatchTotals()
@@ -74,9 +74,7 @@ class BatchWriter:
         # One Spark job (one stage) reads the source once and returns the changes and the counts;
         # a second one collects dead letters, only when there are any.
         decoded = self.splitter.split(batch)
-        changes = self.pipeline.transform(decoded.good).toArrow()
-        if isinstance(self.pipeline.table, LatestPerKey):
-            changes = latest_per_key(changes, self.pipeline.table.key)
+        changes = self.pipeline.table.reduce(self.pipeline.transform(decoded.good).toArrow())
         arrow = changes.select(self.change_schema.names).cast(self.change_schema)
         input_rows, dead_rows = decoded.counts()
         dead_count = 0

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pyarrow as pa
 
-from streaming.define.pipeline import Accumulate, LatestPerKey
-from streaming.delta.compacted_table import CompactedTable, change_schema, latest_per_key
+from streaming.define.table_kinds import Accumulate, LatestPerKey, TableKind, latest_per_key
+from streaming.delta.compacted_table import CompactedTable
 
 SCHEMA = pa.schema([("id", pa.string()), ("v", pa.string()), ("p", pa.int32()), ("o", pa.int64())])
 KIND = LatestPerKey("id", position=("p", "o"))
@@ -16,7 +18,7 @@ def _changes(rows):  # rows: (id, v, partition, offset, delete)
         {"id": i, "v": v, "p": p, "o": o, "_partition": p, "_offset": o, "_delete": d}
         for i, v, p, o, d in rows
     ]
-    return pa.Table.from_pylist(data, schema=change_schema(SCHEMA, KIND))
+    return pa.Table.from_pylist(data, schema=KIND.change_schema(SCHEMA))
 
 
 def _state(table: CompactedTable) -> dict:
@@ -84,3 +86,25 @@ def test_latest_per_key_keeps_the_highest_partition_and_offset():
         ("a", "new", False),
         ("b", None, True),
     ]
+
+
+@dataclass(frozen=True)
+class FirstPerKey(TableKind):
+    """A kind the sink has never heard of: the first row per key stays."""
+
+    key: str
+
+    def merge(self, merger, columns):  # type: ignore[no-untyped-def]
+        return merger.when_not_matched_insert(updates=columns)
+
+
+def test_a_new_table_kind_needs_no_change_to_the_sink(tmp_path):
+    table = CompactedTable(tmp_path / "t", SCHEMA, FirstPerKey("id"), "app")
+    first = pa.Table.from_pylist([{"id": "a", "v": "1", "p": 0, "o": 0}], schema=SCHEMA)
+    later = pa.Table.from_pylist(
+        [{"id": "a", "v": "2", "p": 0, "o": 1}, {"id": "b", "v": "3", "p": 0, "o": 2}],
+        schema=SCHEMA,
+    )
+    table.apply(first, 0, {}, "d")
+    table.apply(later, 1, {}, "d")
+    assert _state(table) == {"a": "1", "b": "3"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 from deltalake import write_deltalake
 
-from streaming.define.pipeline import Accumulate
+from streaming.define.table_kinds import Accumulate
 from streaming.delta.compacted_table import CompactedTable
 from streaming.delta.table_reader import RECENT_ENTRIES, commits, last_end_offsets, latest_commit
 

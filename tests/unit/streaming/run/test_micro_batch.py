@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 from streaming.define.registry import get_pipeline
-from streaming.delta.compacted_table import change_schema
 from streaming.run.deployment import Deployment
 from streaming.run.micro_batch import BatchWriter
 from streaming.settings import load_settings
@@ -26,7 +25,7 @@ def test_a_long_continuous_run_keeps_a_bounded_batch_history(tmp_path):
     pipeline = get_pipeline(load_settings(env={}).pipelines, "customers")
     deployment = Deployment("customers", "v1", tmp_path)
     writer = BatchWriter(pipeline, deployment)
-    empty = change_schema(pipeline.table_schema, pipeline.table).empty_table()
+    empty = pipeline.table.change_schema(pipeline.table_schema).empty_table()
     writer.table.apply(empty, 10_000, {}, deployment.id)  # every batch below is committed
     _offsets_log(deployment.checkpoint_path, range(1200))
 
