@@ -184,14 +184,14 @@ class _Relay:
             self.last = snapshot_metadata(snapshot)
             if self.warnings:  # e.g. the code changed without a new version: shown with the table
                 self.last["warnings"] = "\n".join(self.warnings)
-            # A candidate reports its catch-up as observations; the table's health checks and
+            # A version that is not live reports as observations; the table's health checks and
             # materializations stay those of the live version (until this one is promoted).
-            candidate = snapshot.role == "candidate"
-            if not candidate:
+            serving = snapshot.role in ("", "live")
+            if serving:
                 for evaluation in check_evaluations(self.asset_key, snapshot):
                     self.context.log_event(evaluation)
             changed = snapshot.table_version != self.table_version
-            if not candidate and changed and message["kind"] == "progress":
+            if serving and changed and message["kind"] == "progress":
                 self.table_version = snapshot.table_version
                 yield AssetMaterialization(asset_key=self.asset_key, metadata=self.last)
             else:

@@ -262,7 +262,7 @@ def measure_steady(
             spark,
             get_pipeline(settings.pipelines, "customers"),
             Deployment("customers", version, bench.home),
-            settings.kafka,
+            settings,
             RunOptions(
                 mode="until_caught_up",
                 report_every_s=3600,

@@ -74,7 +74,7 @@ def run_pipeline(
                 spark,
                 pipeline,
                 deployment,
-                settings.kafka,
+                settings,
                 options,
                 reporter,
                 stop=stop,

@@ -39,7 +39,7 @@ def snapshot_metadata(snapshot: Snapshot) -> dict[str, Any]:
     }
     if snapshot.role:
         meta["role"] = snapshot.role
-    if snapshot.role == "candidate":
+    if snapshot.behind_live is not None:
         meta["live_version"] = snapshot.live_version
         meta["catch_up_pct"] = snapshot.catch_up_pct
         meta["behind_live"] = snapshot.behind_live

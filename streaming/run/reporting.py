@@ -50,7 +50,8 @@ class Snapshot:
     # The fingerprint the table was built with, when it differs from the running code's: the
     # pipeline's code changed without a new version.
     fingerprint_drift: str = ""
-    # "live", or "candidate" for a version that follows the live one (with its catch-up progress).
+    # The version's role (streaming.versions.state); a version that follows the live one also
+    # reports its catch-up progress.
     role: str = ""
     live_version: str = ""
     behind_live: int | None = None
@@ -117,7 +118,7 @@ def _summary(snapshot: Snapshot) -> dict[str, Any]:
         "duration_s",
     )
     summary = {k: getattr(snapshot, k) for k in keys}
-    if snapshot.role == "candidate":
+    if snapshot.behind_live is not None:
         summary.update(
             live_version=snapshot.live_version,
             behind_live=snapshot.behind_live,

@@ -28,8 +28,9 @@ from streaming.run.health import CAUGHT_UP, RUNNING, STOPPED, classify
 from streaming.run.micro_batch import BatchWriter
 from streaming.run.options import RunOptions
 from streaming.run.reporting import NullReporter, Reporter, Snapshot, take_snapshot
-from streaming.settings import KafkaSettings
+from streaming.settings import Settings
 from streaming.versions.alignment import LiveAlignment
+from streaming.versions.state import pipeline_versions
 
 
 class PipelineRunner:
@@ -38,7 +39,7 @@ class PipelineRunner:
         spark: SparkSession,
         pipeline: Pipeline,
         deployment: Deployment,
-        kafka: KafkaSettings,
+        settings: Settings,
         options: RunOptions,
         reporter: Reporter | None = None,
         stop: threading.Event | None = None,
@@ -46,7 +47,8 @@ class PipelineRunner:
         self.spark = spark
         self.pipeline = pipeline
         self.deployment = deployment
-        self.kafka = kafka
+        self.settings = settings
+        self.kafka = settings.kafka
         self.options = options
         self.reporter = reporter or NullReporter()
         self.writer = BatchWriter(pipeline, deployment)
@@ -55,7 +57,7 @@ class PipelineRunner:
         self._previous_lag: int | None = None
         self._drift = ""
         self._committed_before: off.OffsetMap = {}  # the table's position when this run started
-        self._log = KafkaLog.of(kafka)  # connects on first use, reused per report
+        self._log = KafkaLog.of(settings.kafka)  # connects on first use, reused per report
         self.alignment = LiveAlignment(deployment) if options.follow_live else None
 
     def request_stop(self) -> None:
@@ -173,22 +175,22 @@ class PipelineRunner:
             self._committed_before,
             self._drift,
         )
-        return self._with_catch_up(snapshot)
+        return self._with_role(snapshot)
 
-    def _with_catch_up(self, snapshot: Snapshot) -> Snapshot:
-        """A non-live version's progress toward the live version's position."""
-        if self.alignment is None:
+    def _with_role(self, snapshot: Snapshot) -> Snapshot:
+        """The deployment's role, and a version's progress toward the live version's position
+        while it follows the live one."""
+        versions = pipeline_versions(self.settings, self.pipeline.name)
+        snapshot = replace(snapshot, role=str(versions.role(self.deployment.version)))
+        if self.alignment is None or not self.alignment.following:
             return snapshot
-        catch_up = None
-        if self.alignment.following:  # the log's start is only needed then: spare the query
-            committed = off.from_spark(snapshot.committed_offsets)
-            catch_up = self.alignment.catch_up(committed, self._log.earliest(self.pipeline.topics))
+        committed = off.from_spark(snapshot.committed_offsets)
+        catch_up = self.alignment.catch_up(committed, self._log.earliest(self.pipeline.topics))
         if catch_up is None:
-            return replace(snapshot, role="live")
+            return snapshot
         eta = catch_up.eta_s(snapshot.processed_rows_per_s)
         return replace(
             snapshot,
-            role="candidate",
             live_version=catch_up.live_version,
             behind_live=catch_up.behind,
             catch_up_pct=catch_up.done_pct,

@@ -18,7 +18,7 @@ from streaming.run.deployment import Deployment
 from streaming.run.lock import DeploymentLock
 from streaming.settings import Settings
 from streaming.versions.alignment import progress
-from streaming.versions.live_pointer import live_version
+from streaming.versions.state import Role, pipeline_versions
 
 # A candidate at most this many records behind the live position (or 99% there) is compared;
 # the comparison itself waits until it has reached the live position exactly.
@@ -42,7 +42,8 @@ def _decision(pipeline: Pipeline, reason: str, act: bool = False) -> Decision:
 
 def candidate_to_launch(settings: Settings, pipeline: Pipeline, runs: RunState) -> Decision:
     """``runs``: the state of the deploy runs already launched for the declared version's code."""
-    live = live_version(settings.home, pipeline.name)
+    versions = pipeline_versions(settings, pipeline.name)
+    live = versions.live
     declared = pipeline.version
     name = pipeline.name
 
@@ -50,7 +51,7 @@ def candidate_to_launch(settings: Settings, pipeline: Pipeline, runs: RunState) 
         return _decision(
             pipeline, f"no live version yet; materialize tables/{name} to deploy {declared}"
         )
-    if declared == live:
+    if versions.role(declared) == Role.LIVE:
         return _decision(pipeline, f"the declared version {declared} is live")
     candidate = Deployment(name, declared, settings.home)
     if runs == "active" or DeploymentLock(candidate.lock_path).holder() is not None:
@@ -76,11 +77,12 @@ def candidate_to_launch(settings: Settings, pipeline: Pipeline, runs: RunState) 
 
 def comparison_to_run(settings: Settings, pipeline: Pipeline, runs: RunState) -> Decision:
     """``runs``: the state of the latest comparison run of this candidate against this live."""
-    live = live_version(settings.home, pipeline.name)
+    versions = pipeline_versions(settings, pipeline.name)
+    live = versions.live
     declared = pipeline.version
     name = pipeline.name
 
-    if live is None or declared == live:
+    if live is None or versions.role(declared) == Role.LIVE:
         return _decision(pipeline, "no candidate (the declared version is live)")
     candidate = Deployment(name, declared, settings.home)
     live_at = last_end_offsets(Deployment(name, live, settings.home).table_path)

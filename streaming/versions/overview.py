@@ -13,15 +13,17 @@ from streaming.run.deployment import Deployment
 from streaming.run.lock import DeploymentLock
 from streaming.settings import Settings
 from streaming.versions.alignment import progress
-from streaming.versions.comparable import deployed_versions
-from streaming.versions.live_pointer import Switch, history, live_version
+from streaming.versions.live_pointer import Switch
 from streaming.versions.promotion import comparison_offsets
+from streaming.versions.state import Role, pipeline_versions
 
 
 @dataclass(frozen=True)
-class VersionState:
+class VersionRow:
+    """One deployed version in the overview."""
+
     version: str
-    role: str  # live | candidate | previous
+    role: str  # streaming.versions.state.Role
     running: bool
     behind_live: int | None
     caught_up_pct: float | None
@@ -33,12 +35,12 @@ class Overview:
     pipeline: str
     declared_version: str
     live_version: str | None
-    versions: tuple[VersionState, ...]
+    versions: tuple[VersionRow, ...]
     history: tuple[Switch, ...] = field(default_factory=tuple)
 
     @property
-    def candidates(self) -> list[VersionState]:
-        return [v for v in self.versions if v.role == "candidate"]
+    def candidates(self) -> list[VersionRow]:
+        return [v for v in self.versions if v.role == Role.CANDIDATE]
 
     def markdown(self) -> str:
         rows = ["| version | role | running | behind live | caught up | last comparison |"]
@@ -75,30 +77,29 @@ def _comparison_text(comparison: dict[str, Any] | None) -> str:
 def overview(settings: Settings, pipeline_name: str) -> Overview:
     pipeline = get_pipeline(settings.pipelines, pipeline_name)
     home = settings.home
-    live = live_version(home, pipeline.name)
-    switches = tuple(history(home, pipeline.name))
-    was_live = {s.to_version for s in switches}
+    versions = pipeline_versions(settings, pipeline.name)
+    live = versions.live
     live_at = last_end_offsets(Deployment(pipeline.name, live, home).table_path) if live else None
-    states = []
-    for version in deployed_versions(home, pipeline.name):
+    rows = []
+    for state in versions.deployed(home):
+        version = state.version
         deployment = Deployment(pipeline.name, version, home)
-        role = "live" if version == live else "previous" if version in was_live else "candidate"
         behind = pct = None
-        if role != "live" and live_at is not None:
+        if state.role != Role.LIVE and live_at is not None:
             at = last_end_offsets(deployment.table_path) or {}
             behind, done = progress(at, live_at)
             pct = round(done, 1)
-        states.append(
-            VersionState(
+        rows.append(
+            VersionRow(
                 version=version,
-                role=role,
+                role=str(state.role),
                 running=DeploymentLock(deployment.lock_path).holder() is not None,
                 behind_live=behind,
                 caught_up_pct=pct,
                 comparison=_last_comparison(settings, pipeline.name, live, version),
             )
         )
-    return Overview(pipeline.name, pipeline.version, live, tuple(states), switches)
+    return Overview(pipeline.name, pipeline.version, live, tuple(rows), versions.switches)
 
 
 def _last_comparison(

@@ -21,7 +21,7 @@ def run_until_caught_up(spark: Any, settings: Settings, name: str, **options: An
         spark,
         pipeline,
         deployment,
-        settings.kafka,
+        settings,
         RunOptions(mode="until_caught_up", report_every_s=3600, **options),
     )
     return runner.run()

@@ -29,7 +29,7 @@ def _run(spark, settings, pipeline) -> None:  # type: ignore[no-untyped-def]
         spark,
         pipeline,
         Deployment(pipeline.name, pipeline.version, settings.home),
-        settings.kafka,
+        settings,
         RunOptions(mode="until_caught_up", report_every_s=3600),
     ).run()
 

@@ -32,7 +32,7 @@ def _run(spark, settings, pipeline):  # type: ignore[no-untyped-def]
         spark,
         pipeline,
         Deployment(pipeline.name, pipeline.version, settings.home),
-        settings.kafka,
+        settings,
         RunOptions(mode="until_caught_up", report_every_s=3600),
         recorder,
     )
@@ -64,7 +64,7 @@ def _run_version(spark, settings, pipeline, **options):  # type: ignore[no-untyp
         spark,
         pipeline,
         Deployment(pipeline.name, pipeline.version, settings.home),
-        settings.kafka,
+        settings,
         RunOptions(mode="until_caught_up", report_every_s=3600, **options),
     )
     return runner.run()
