@@ -29,10 +29,10 @@ from pydantic import Field
 
 from assets.checks.quality import docs_link
 from assets.resources import KappaSettings, KappaSpark
+from quality.comparison import GROUPS, KEYS, SCHEMA, VALUES
 from streaming.define.pipeline import Pipeline
 from streaming.settings import Settings
 
-SCHEMA, KEYS, VALUES = "candidate_schema", "candidate_keys", "candidate_values"
 DESCRIPTIONS = {
     SCHEMA: "Candidate vs live at equal input offsets: same columns and types, except declared "
     "changes.",
@@ -41,32 +41,15 @@ DESCRIPTIONS = {
     VALUES: "Candidate vs live at equal input offsets: per-column match rate for keys in both "
     "(>= the pipeline's threshold), except declared changes.",
 }
-_SHARED = ("old", "new", "rows.old", "rows.new", "row_count_ratio", "elapsed_s")
 
 
-def check_group(outcome_name: str) -> str:
-    if outcome_name == "columns" or outcome_name.startswith(("type(", "spark_type(")):
-        return SCHEMA
-    if outcome_name.startswith(("unique_", "old_keys", "new_keys")):
-        return KEYS
-    return VALUES
+def check_name(group: str) -> str:
+    """The asset check that shows one group of a comparison's outcomes."""
+    return f"candidate_{group}"
 
 
-def _group_metadata(
-    result: Any, full: dict[str, Any], group: str, at: dict[str, Any]
-) -> dict[str, Any]:
-    metadata: dict[str, Any] = {k: full[k] for k in _SHARED if k in full}
-    prefixes = {
-        SCHEMA: ("schema.",),
-        KEYS: ("keys.", "duplicate_keys.", "policy.min_key_overlap", "policy.expected_"),
-        VALUES: ("match_rate.", "mean.", "p50.", "p90.", "p99.", "policy.min_column_match"),
-    }[group]
-    metadata.update({k: v for k, v in full.items() if k.startswith(prefixes)})
-    for outcome in result.outcomes:
-        if check_group(outcome.name) == group:
-            metadata[f"expectation.{outcome.name}"] = "passed" if outcome.success else "FAILED"
-            if outcome.unexpected_count is not None:
-                metadata[f"unexpected.{outcome.name}"] = outcome.unexpected_count
+def _metadata(result: Any, group: str, at: dict[str, Any]) -> dict[str, Any]:
+    metadata: dict[str, Any] = dict(result.group_metadata(group))
     if result.mismatches and group == VALUES:
         metadata["top_mismatches"] = MetadataValue.md(_mismatch_table(result))
     if at:
@@ -90,16 +73,13 @@ def check_outcomes(settings: Settings, result: Any) -> Iterable[tuple[str, bool,
     from streaming.versions.promotion import comparison_offsets
 
     at = comparison_offsets(settings, result.table, result.old_name, result.new_name)
-    full = result.to_metadata()
-    for group in (SCHEMA, KEYS, VALUES):
-        outcomes = tuple(o for o in result.outcomes if check_group(o.name) == group)
-        failed = tuple(o for o in outcomes if not o.success)
+    for group in GROUPS:
+        failed = tuple(o for o in result.outcomes if o.group == group and not o.success)
         reasons = failure_reasons(result, failed) if failed else ()
-        passed = not failed
         text = f"{result.new_name} vs live {result.old_name}: " + (
             "; ".join(reasons) if reasons else "passed"
         )
-        yield group, passed, text, _group_metadata(result, full, group, at)
+        yield check_name(group), not failed, text, _metadata(result, group, at)
 
 
 def comparison_evaluations(
@@ -131,8 +111,8 @@ class ComparisonCheckConfig(Config):
 
 def comparison_checks(key: AssetKey, pipeline: Pipeline) -> AssetChecksDefinition:
     specs = [
-        AssetCheckSpec(name, asset=key, blocking=True, description=DESCRIPTIONS[name])
-        for name in (SCHEMA, KEYS, VALUES)
+        AssetCheckSpec(check_name(g), asset=key, blocking=True, description=DESCRIPTIONS[g])
+        for g in GROUPS
     ]
 
     @multi_asset_check(specs=specs, name=f"{pipeline.name}_candidate_comparison")

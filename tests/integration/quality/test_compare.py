@@ -9,6 +9,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from quality import ComparisonPolicy, compare_tables, load_result, save_result
+from quality.comparison import GROUPS
 from quality.gx_runner import EXAMPLES
 from tests.integration.quality.testdata import N_KEYS, key_of
 
@@ -95,13 +96,22 @@ def test_changing_one_column_for_five_percent_of_keys_fails(
     assert metadata["match_rate.email"] == 0.95
     assert metadata["match(email).unexpected_count"] == 500
     assert load_result(save_result(tmp_path / "diff.json", result)) == result
+    groups = {o.name: o.group for o in result.outcomes}
+    assert groups["columns"] == "schema" and groups["old_keys_in_new"] == "keys"
+    assert groups["match(email)"] == "values" and set(groups.values()) == {*GROUPS}
+    values = result.group_metadata("values")
+    assert values["match_rate.email"] == 0.95 and values["expectation.match(email)"] == "FAILED"
+    assert "schema.added" not in values and "keys.in_both" in result.group_metadata("keys")
 
 
 def test_renamed_column_fails(customers: DataFrame) -> None:
     result = compare(customers, customers.withColumnRenamed("email", "email_address"))
 
     assert not result.passed
-    assert (result.schema.removed, result.schema.added) == (("email",), ("email_address",))
+    assert (result.schema_diff.removed, result.schema_diff.added) == (
+        ("email",),
+        ("email_address",),
+    )
     columns = result.outcome("columns")
     assert not columns.success
     assert columns.observed_value["missing"] == ["new__email"]

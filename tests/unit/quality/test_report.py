@@ -34,9 +34,13 @@ def comparison(**changes: object) -> ComparisonResult:
         "new_name": "v2",
         "passed": False,
         "failures": ("column total_amount changed type decimal(18,2) -> decimal(10,2)",),
-        "schema": SchemaDiff(
+        "schema_diff": SchemaDiff(
             added=("segment",),
-            type_changed=(TypeChange("total_amount", "decimal(18,2)", "decimal(10,2)"),),
+            type_changed=(
+                TypeChange(
+                    column="total_amount", old_type="decimal(18,2)", new_type="decimal(10,2)"
+                ),
+            ),
         ),
         "coverage": KeyCoverage(
             old_rows=1_000,
@@ -49,9 +53,27 @@ def comparison(**changes: object) -> ComparisonResult:
             new_duplicate_keys=1,
             new_duplicate_rows=1,
         ),
-        "columns": (ColumnMatch("txn_count", 1_000, 990, False, False),),
-        "distributions": (NumericShift("txn_count", 5.0, 5.5, 5.0, 5.0, 9.0, 10.0, 12.0, 14.0),),
-        "mismatches": (MismatchRow("c00001", (ValueDiff("txn_count", 3, 4),)),),
+        "columns": (
+            ColumnMatch(
+                column="txn_count", compared=1_000, matched=990, expected_change=False, passed=False
+            ),
+        ),
+        "distributions": (
+            NumericShift(
+                column="txn_count",
+                old_mean=5.0,
+                new_mean=5.5,
+                old_p50=5.0,
+                new_p50=5.0,
+                old_p90=9.0,
+                new_p90=10.0,
+                old_p99=12.0,
+                new_p99=14.0,
+            ),
+        ),
+        "mismatches": (
+            MismatchRow(key="c00001", diffs=(ValueDiff(column="txn_count", old=3, new=4),)),
+        ),
         "outcomes": (
             ExpectationOutcome(
                 name="match(txn_count)",
@@ -107,6 +129,13 @@ def test_results_round_trip_through_json_files(result: object, tmp_path: Path) -
     assert not list(path.parent.glob(".*.tmp"))
 
 
+def test_a_comparison_file_written_before_the_models_still_loads(tmp_path: Path) -> None:
+    path = save_result(tmp_path / "old.json", comparison())
+    old = path.read_text().replace('"schema_diff"', '"schema"')  # the earlier field name
+    path.write_text(old)
+    assert load_result(path) == comparison()
+
+
 def test_comparison_report_shows_sections_as_tables() -> None:
     text = render(comparison())
     assert text.startswith("Comparison customer_spend: v1 -> v2: FAILED")
@@ -147,9 +176,13 @@ def test_result_file_errors_say_what_to_do(tmp_path: Path) -> None:
 def test_type_changes_ge_cannot_see_fail_unless_declared() -> None:
     schema = SchemaDiff(
         type_changed=(
-            TypeChange("total_amount", "decimal(18,2)", "decimal(10,2)"),  # same GE class
-            TypeChange("txn_count", "bigint", "string"),  # GE's class check sees this
-            TypeChange("customer_id", "string", "bigint"),  # the key: not in GE's checks
+            TypeChange(
+                column="total_amount", old_type="decimal(18,2)", new_type="decimal(10,2)"
+            ),  # same GE class
+            TypeChange(column="txn_count", old_type="bigint", new_type="string"),  # GE sees this
+            TypeChange(
+                column="customer_id", old_type="string", new_type="bigint"
+            ),  # the key: not in GE's checks
         )
     )
     failed = exact_type_failures(schema, ComparisonPolicy(), key="customer_id")
