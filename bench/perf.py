@@ -1,4 +1,4 @@
-"""The performance benchmark of issue #6: ``make bench`` (``python -m bench.perf``).
+"""The performance benchmark: ``make bench`` (``python -m bench.perf``).
 
     make bench                                    # defaults below
     make bench ARGS="--events 10000000"           # any option of this module
