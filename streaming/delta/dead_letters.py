@@ -11,14 +11,12 @@ from pathlib import Path
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
+from streaming.kafka.reader import arrow_schema
+
+_RECORD = arrow_schema(include_headers=False)  # the record as the source reads it
 SCHEMA = pa.schema(
     [
-        ("key", pa.binary()),
-        ("value", pa.binary()),
-        ("topic", pa.string()),
-        ("partition", pa.int32()),
-        ("offset", pa.int64()),
-        ("timestamp", pa.timestamp("us", tz="UTC")),
+        *(_RECORD.field(n) for n in ("key", "value", "topic", "partition", "offset", "timestamp")),
         ("error", pa.string()),
         ("batch_id", pa.int64()),
     ]
