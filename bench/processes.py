@@ -25,7 +25,7 @@ import psutil
 from deltalake import DeltaTable
 
 from kappa.processes import ManagedProcess, is_running
-from streaming.delta.compacted_table import END_OFFSETS
+from streaming.delta.commit_info import END_OFFSETS
 from streaming.kafka import offsets as off
 from streaming.settings import REPO_ROOT
 

@@ -8,7 +8,6 @@ point neither loses nor duplicates a row. Each commit also records the source of
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,11 +16,7 @@ import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
 from streaming.define.table_kinds import TableKind
-
-BATCH_ID = "kappa.batch_id"
-END_OFFSETS = "kappa.end_offsets"
-DEPLOYMENT = "kappa.deployment"
-FINGERPRINT = "kappa.fingerprint"
+from streaming.delta.commit_info import commit_info
 
 
 @dataclass(frozen=True)
@@ -76,12 +71,7 @@ class CompactedTable:
         if done is not None and done >= batch_id:
             return CommitResult(batch_id, True, dt.version(), changes.num_rows)
         props = CommitProperties(
-            custom_metadata={
-                BATCH_ID: str(batch_id),
-                END_OFFSETS: json.dumps(end_offsets, separators=(",", ":")),
-                DEPLOYMENT: deployment,
-                FINGERPRINT: fingerprint,
-            },
+            custom_metadata=commit_info(batch_id, end_offsets, deployment, fingerprint),
             app_transactions=[Transaction(self.app_id, batch_id)],
         )
         if changes.num_rows and not dt.file_uris():

@@ -6,32 +6,19 @@ pipeline keeps committing.
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from deltalake import DeltaTable
 
-from streaming.delta.compacted_table import BATCH_ID, END_OFFSETS, FINGERPRINT
+from streaming.delta.commit_info import Commit, parse_commit
 from streaming.errors import TableNotFoundError
 from streaming.kafka import offsets as off
 
 if TYPE_CHECKING:
     import pandas as pd
     from pyspark.sql import DataFrame, SparkSession
-
-
-@dataclass(frozen=True)
-class Commit:
-    """One batch commit of a compacted table."""
-
-    table_version: int
-    batch_id: int
-    end_offsets: off.OffsetMap
-    timestamp_ms: int
-    fingerprint: str = ""
 
 
 def open_table(path: Path | str, version: int | None = None) -> DeltaTable:
@@ -66,7 +53,7 @@ RECENT_ENTRIES = 20  # log entries read first when only the latest commit is wan
 
 def commits(path: Path | str) -> list[Commit]:
     """Every batch commit, oldest first, with the input offsets it reflects."""
-    found = (_commit(e) for e in open_table(path).history())
+    found = (parse_commit(e) for e in open_table(path).history())
     return sorted((c for c in found if c is not None), key=lambda c: c.table_version)
 
 
@@ -96,17 +83,4 @@ def last_end_offsets(path: Path | str) -> off.OffsetMap | None:
 
 def _newest(entries: list[dict[str, Any]]) -> Commit | None:
     """The first batch commit among log entries listed newest first."""
-    return next((c for c in map(_commit, entries) if c is not None), None)
-
-
-def _commit(entry: dict[str, Any]) -> Commit | None:
-    """The batch commit a Delta log entry records (None for other entries, e.g. the create)."""
-    if BATCH_ID not in entry or END_OFFSETS not in entry:
-        return None
-    return Commit(
-        table_version=int(entry["version"]),
-        batch_id=int(entry[BATCH_ID]),
-        end_offsets=off.from_spark(json.loads(entry[END_OFFSETS])),
-        timestamp_ms=int(entry.get("timestamp", 0)),
-        fingerprint=str(entry.get(FINGERPRINT, "")),
-    )
+    return next((c for c in map(parse_commit, entries) if c is not None), None)

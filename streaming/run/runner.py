@@ -17,7 +17,8 @@ from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 from streaming.define.pipeline import Pipeline
-from streaming.delta.table_reader import Commit, latest_commit
+from streaming.delta.commit_info import Commit
+from streaming.delta.table_reader import latest_commit
 from streaming.errors import DataLossError, RunError
 from streaming.kafka import offsets as off
 from streaming.kafka.decode import source_options

@@ -14,7 +14,7 @@ from deltalake import CommitProperties, write_deltalake
 
 from kappa.testing.producing import customer_changes, send
 from streaming.define.registry import get_pipeline, registry
-from streaming.delta.compacted_table import BATCH_ID, END_OFFSETS
+from streaming.delta.commit_info import BATCH_ID, END_OFFSETS
 from streaming.run.deployment import Deployment
 from streaming.settings import Settings
 from streaming.versions.alignment import LiveAlignment
