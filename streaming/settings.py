@@ -160,20 +160,15 @@ class Settings(_Frozen):
 
     @field_validator("pipelines", mode="before")
     @classmethod
-    def _split_modules(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            return [m.strip() for m in value.split(",") if m.strip()]
-        return value
-
-    @field_validator("pipelines")
-    @classmethod
-    def _check_modules(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        if not value:
-            raise ValueError("name at least one pipeline module, e.g. pipelines.customers")
-        bad = [m for m in value if not _MODULE.fullmatch(m)]
-        if bad:
-            raise ValueError(f"{bad} are not importable module names, e.g. my_pkg.orders")
-        return value
+    def _check_modules(cls, value: Any) -> Any:
+        """A comma-separated string (KAPPA_PIPELINES) or a list; at least one module name."""
+        modules = [m.strip() for m in value.split(",")] if isinstance(value, str) else value
+        if isinstance(modules, list | tuple):
+            bad = [m for m in modules if not isinstance(m, str) or not _MODULE.fullmatch(m)]
+            if bad or not modules:
+                msg = f"name importable pipeline modules, e.g. pipelines.customers (got {value!r})"
+                raise ValueError(msg)
+        return modules
 
     def to_env(self) -> dict[str, str]:
         """Environment variables that reproduce these settings in a child process."""
@@ -299,10 +294,8 @@ def _set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
 
 
 def _get_dotted(data: Mapping[str, Any], dotted: str) -> Any:
-    node: Any = data
-    for part in dotted.split("."):
-        node = node.get(part) if isinstance(node, Mapping) else None
-    return node
+    parent, _, leaf = dotted.rpartition(".")
+    return (data.get(parent) or {}).get(leaf) if parent else data.get(leaf)
 
 
 def _describe(exc: ValidationError, path: Path, prefix: str = "") -> str:

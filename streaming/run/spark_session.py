@@ -51,7 +51,7 @@ def python_environment(spark: SparkSettings) -> dict[str, str]:
     and friends), so the project's packages and confluent-kafka are importable in them. On a
     cluster the same environment must exist on the executors (see the README)."""
     env = {"PYSPARK_DRIVER_PYTHON": sys.executable}
-    if spark.pyspark_python:
+    if spark.pyspark_python and spark.pyspark_python != str(WORKER_WRAPPER):
         return {**env, "PYSPARK_PYTHON": spark.pyspark_python}
     import pyspark
 
