@@ -1,76 +1,45 @@
-"""The code location: everything ``workspace.yaml`` loads.
+"""The code location: everything ``workspace.yaml`` loads, assembled from the other modules.
 
-Pipelines come from the registry (``KAPPA_PIPELINES`` or the demo pipelines); reloading the code
-location re-reads them, which is how a new pipeline version reaches the sensors.
+Built when Dagster loads the code location (not at import): the pipelines come from the
+settings, so reloading the code location is how a new pipeline version reaches the sensors.
 """
 
 from __future__ import annotations
 
-from dagster import (
-    AssetSelection,
-    DefaultScheduleStatus,
-    Definitions,
-    ScheduleDefinition,
-    define_asset_job,
-)
+from dagster import Definitions, definitions
 
-from assets.comparison_checks import comparison_checks
-from assets.health import health_checks
-from assets.quality_checks import quality_check
-from assets.resources import KappaSettings
-from assets.tables import table_asset, table_key
+from assets.checks.comparison import comparison_checks
+from assets.checks.health import health_checks
+from assets.checks.quality import quality_checks, quality_job, quality_schedule
+from assets.resources import KappaSettings, spark_resource
+from assets.tables import deploy_job, table_asset, table_key
 from assets.topics import topic_asset
-from assets.version_jobs import RETIRE_SCHEDULE, VERSION_JOBS
-from assets.version_sensors import candidate_sensor, new_version_sensor
-from kappa.deployments import deploy_job_name
-from streaming.pipelines import all_topics, registry
-
-PIPELINES = registry()
-TOPICS = all_topics()
+from assets.versions.jobs import RETIRE_SCHEDULE, VERSION_JOBS
+from assets.versions.sensors import candidate_sensor, new_version_sensor
+from streaming.define.registry import all_topics, registry
+from streaming.settings import load_settings
 
 
-COMPARISON_CHECKS = {n: comparison_checks(table_key(n), p) for n, p in PIPELINES.items()}
-
-# A deployment run materializes its table; comparing a candidate with the live version is the
-# promotion's job (an until_caught_up deployment would otherwise fail on it when it ends).
-deploy_jobs = {
-    name: define_asset_job(
-        deploy_job_name(name),
-        selection=AssetSelection.assets(table_key(name))
-        - AssetSelection.checks(COMPARISON_CHECKS[name]),
-        description=f"Run a `{name}` streaming deployment (continuous by default). Give a "
-        "version to run another version side by side, or starting offsets/timestamp to "
-        "reprocess from there.",
-        tags={"kappa/pipeline": name},
+@definitions
+def defs() -> Definitions:
+    settings = load_settings()
+    pipelines = registry(settings.pipelines)
+    deploy_jobs = {name: deploy_job(name) for name in pipelines}
+    checks = quality_checks(pipelines)
+    quality = quality_job(checks)
+    topics = all_topics(settings.pipelines)
+    return Definitions(
+        assets=[
+            *(topic_asset(t, settings.kafka.config_of_topic(t)) for t in topics),
+            *(table_asset(p) for p in pipelines.values()),
+        ],
+        asset_checks=[
+            *(c for name in pipelines for c in health_checks(table_key(name))),
+            *checks,
+            *(comparison_checks(table_key(n), p) for n, p in pipelines.items()),
+        ],
+        jobs=[*deploy_jobs.values(), quality, *VERSION_JOBS],
+        schedules=[quality_schedule(quality), RETIRE_SCHEDULE],
+        sensors=[new_version_sensor(deploy_jobs), candidate_sensor],
+        resources={"kappa": KappaSettings(), "spark": spark_resource(settings)},
     )
-    for name in PIPELINES
-}
-
-QUALITY_CHECKS = [quality_check(table_key(n), p) for n, p in PIPELINES.items() if p.quality]
-
-quality_job = define_asset_job(
-    "table_quality",
-    selection=AssetSelection.checks(*QUALITY_CHECKS),
-    description="Run every table's Great Expectations suite on its live snapshot.",
-)
-
-defs = Definitions(
-    assets=[*(topic_asset(t) for t in TOPICS), *(table_asset(p) for p in PIPELINES.values())],
-    asset_checks=[
-        *(c for name in PIPELINES for c in health_checks(table_key(name))),
-        *QUALITY_CHECKS,
-        *COMPARISON_CHECKS.values(),
-    ],
-    jobs=[*deploy_jobs.values(), quality_job, *VERSION_JOBS],
-    schedules=[
-        ScheduleDefinition(
-            name="table_quality_every_10_minutes",
-            job=quality_job,
-            cron_schedule="*/10 * * * *",
-            default_status=DefaultScheduleStatus.STOPPED,
-        ),
-        RETIRE_SCHEDULE,
-    ],
-    sensors=[new_version_sensor(deploy_jobs), candidate_sensor],
-    resources={"kappa": KappaSettings()},
-)

@@ -30,16 +30,16 @@ from dagster import (
     open_pipes_session,
 )
 
-from assets.health import check_evaluations
+from assets.checks.health import check_evaluations
 from kappa.processes import kill_all
-from kappa.settings import REPO_ROOT, Settings
-from streaming.cli import EXIT_BUSY, EXIT_DATA_LOSS
-from streaming.deployment import Deployment
-from streaming.health import FAILED, STOPPED
-from streaming.lock import DeploymentLock
-from streaming.pipeline import Pipeline
-from streaming.pipes_reporter import snapshot_metadata
-from streaming.reporting import Snapshot
+from streaming.define.pipeline import Pipeline
+from streaming.run.deployment import Deployment
+from streaming.run.health import FAILED, STOPPED
+from streaming.run.job import EXIT_BUSY, EXIT_DATA_LOSS
+from streaming.run.lock import DeploymentLock
+from streaming.run.pipes_reporter import snapshot_metadata
+from streaming.run.reporting import Snapshot
+from streaming.settings import REPO_ROOT, Settings
 
 STOP_TIMEOUT_S = 25.0
 
@@ -63,7 +63,7 @@ def run_deployment(
             f"{holder.get('run_id')}); not starting a second copy. Stop that run first."
         )
         return
-    log_file = settings.logs_dir / f"{deployment.id}.log"
+    log_file = deployment.log_path
     log_file.parent.mkdir(parents=True, exist_ok=True)
     relay = _Relay(context, pipeline)
     with open_pipes_session(
@@ -184,14 +184,14 @@ class _Relay:
             self.last = snapshot_metadata(snapshot)
             if self.warnings:  # e.g. the code changed without a new version: shown with the table
                 self.last["warnings"] = "\n".join(self.warnings)
-            # A candidate reports its catch-up as observations; the table's health checks and
+            # A version that is not live reports as observations; the table's health checks and
             # materializations stay those of the live version (until this one is promoted).
-            candidate = snapshot.role == "candidate"
-            if not candidate:
+            serving = snapshot.role in ("", "live")
+            if serving:
                 for evaluation in check_evaluations(self.asset_key, snapshot):
                     self.context.log_event(evaluation)
             changed = snapshot.table_version != self.table_version
-            if not candidate and changed and message["kind"] == "progress":
+            if serving and changed and message["kind"] == "progress":
                 self.table_version = snapshot.table_version
                 yield AssetMaterialization(asset_key=self.asset_key, metadata=self.last)
             else:

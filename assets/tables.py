@@ -8,102 +8,71 @@ Pipes (``assets.launcher``); Dagster never touches the data.
 # No `from __future__ import annotations` here: Dagster reads these annotations at definition time.
 
 import sys
-from typing import Literal
+from typing import TYPE_CHECKING
 
 from dagster import (
     AssetExecutionContext,
     AssetKey,
     AssetsDefinition,
+    AssetSelection,
     Backoff,
     Config,
     RetryPolicy,
     asset,
+    define_asset_job,
 )
 from pydantic import Field
 
 from assets.launcher import run_deployment
+from assets.names import PIPELINE_TAG, VERSION_TAG, deploy_job_name, table_key_path
 from assets.resources import KappaSettings
 from assets.topics import topic_key
-from streaming.deployment import Deployment, validate_version
-from streaming.offsets import DEFAULT_BATCH_RECORDS
-from streaming.pipeline import Pipeline
+from streaming.define.names import validate_version
+from streaming.define.pipeline import Pipeline
+from streaming.run.deployment import Deployment
+from streaming.run.options import LaunchOptions, to_flags
+
+if TYPE_CHECKING:  # not exported by dagster itself
+    from dagster._core.definitions.unresolved_asset_job_definition import (
+        UnresolvedAssetJobDefinition,
+    )
+
 
 # A crashed streaming process is restarted by step retries (same run, resumes from the
 # checkpoint): 5 s, 10 s, 20 s, ... and after the last one the run fails with the cause.
 CRASH_RETRIES = RetryPolicy(max_retries=5, delay=5, backoff=Backoff.EXPONENTIAL)
 
 
-class StreamingRunConfig(Config):
-    """Launch options of a streaming deployment (Launchpad)."""
+class StreamingRunConfig(Config, LaunchOptions):
+    """Launch options of a streaming deployment (Launchpad): those of ``kappa run``."""
 
-    mode: Literal["continuous", "until_caught_up"] = Field(
-        default="continuous",
-        description="continuous: keep the query running until the run is terminated. "
-        "until_caught_up: process what is in the log now, then finish.",
-    )
-    trigger_interval: str = Field(default="1 second", description="micro-batch interval")
-    max_offsets_per_trigger: int = Field(
-        default=DEFAULT_BATCH_RECORDS, description="records per micro-batch at most"
-    )
-    report_every_s: float = Field(default=5.0, description="seconds between health reports")
-    lag_threshold: int = Field(default=10_000, description="lag (records) that counts as lagging")
-    stall_after_s: float = Field(default=60.0, description="seconds without progress = stalled")
     version: str | None = Field(
         default=None,
         description="the version to run (default: the pipeline's declared version). A version "
         "that is not live runs side by side as a candidate and never overtakes the live one.",
     )
-    starting_offsets: str = Field(
-        default="earliest",
-        description="where a new deployment starts: earliest, latest, or JSON like "
-        '{"customers": {"0": 1200, "1": 0}}; ignored when the deployment has a checkpoint',
-    )
-    starting_timestamp_ms: int | None = Field(
-        default=None,
-        description="start a new deployment at the first records at or after this time (epoch ms)",
-    )
-    force_replay: bool = Field(
-        default=False,
-        description="replay from the earliest offsets even if retention removed the log's start",
-    )
 
 
 def table_key(pipeline: str) -> AssetKey:
-    return AssetKey(["tables", pipeline])
+    return AssetKey(table_key_path(pipeline))
+
+
+def deploy_job(pipeline: str) -> "UnresolvedAssetJobDefinition":
+    """``deploy_<pipeline>``: the job that runs one of the pipeline's streaming deployments."""
+    return define_asset_job(
+        deploy_job_name(pipeline),
+        selection=AssetSelection.assets(table_key(pipeline)),
+        description=f"Run a `{pipeline}` streaming deployment (continuous by default). Give a "
+        "version to run another version side by side, or starting offsets/timestamp to "
+        "reprocess from there.",
+        tags={PIPELINE_TAG: pipeline},
+    )
 
 
 def streaming_command(pipeline: Pipeline, version: str, config: StreamingRunConfig) -> list[str]:
-    cmd = [
-        sys.executable,
-        "-m",
-        "streaming",
-        "run",
-        pipeline.name,
-        "--pipes",
-        "--version",
-        version,
-        "--trigger-interval",
-        config.trigger_interval,
-        "--report-every",
-        str(config.report_every_s),
-        "--lag-threshold",
-        str(config.lag_threshold),
-        "--stall-after",
-        str(config.stall_after_s),
-    ]
-    if config.mode == "until_caught_up":
-        cmd.append("--until-caught-up")
-    if config.max_offsets_per_trigger:
-        cmd += ["--max-offsets-per-trigger", str(config.max_offsets_per_trigger)]
-    cmd += ["--starting-offsets", config.starting_offsets]
-    if config.starting_timestamp_ms is not None:
-        cmd += ["--starting-timestamp", str(config.starting_timestamp_ms)]
-    if config.force_replay:
-        cmd.append("--force")
-    return cmd
-
-
-VERSION_TAG = "kappa/version"
+    """``python -m streaming run`` with the launch options as its flags, reporting through Pipes."""
+    run = [sys.executable, "-m", "streaming", "run", pipeline.name, "--pipes", "--version", version]
+    return run + to_flags(config)
 
 
 def run_version(context: AssetExecutionContext, requested: str | None, declared: str) -> str:

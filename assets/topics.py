@@ -8,25 +8,27 @@ from dagster import (
     observable_source_asset,
 )
 
+from assets.names import topic_key_path
 from assets.resources import KappaSettings
-from kappa.topics import TOPIC_CONFIGS
-from streaming.kafka_log import KafkaLog
+from streaming.kafka.log import KafkaLog
 
 
 def topic_key(topic: str) -> AssetKey:
-    return AssetKey(["kafka", topic])
+    return AssetKey(topic_key_path(topic))
 
 
-def topic_asset(topic: str) -> SourceAsset:
+def topic_asset(topic: str, config: dict[str, str]) -> SourceAsset:
+    """The topic as an observable source asset; ``config``: its settings, shown as metadata."""
+
     @observable_source_asset(
         key=topic_key(topic),
         group_name="kafka",
         description=f"Kafka topic `{topic}` (the log every table is derived from).",
-        metadata={"topic": topic, "config": TOPIC_CONFIGS.get(topic, {})},
+        metadata={"topic": topic, "config": config},
     )
     def _observe(kappa: KappaSettings) -> ObserveResult:
         settings = kappa.load()
-        with KafkaLog(settings.kafka.client_config(), timeout_s=5.0) as log:
+        with KafkaLog.of(settings.kafka, timeout_s=5.0) as log:
             earliest, latest = log.bounds([topic])
         ends = latest.get(topic, {})
         meta = {f"end_offset.{p}": o for p, o in sorted(ends.items())}

@@ -1,0 +1,1 @@
+"""Benchmarks and the fault-injection harness: ``make bench`` and ``make faults``."""

@@ -1,7 +1,7 @@
 """Benchmark the old-vs-new comparison on two 1,000,000-row versions of a customers table.
 
 Both versions are written as Delta tables (delta-rs) into a temporary directory and read back
-the way the platform reads snapshots (``streaming.table_reader.read_spark``). The
+the way the platform reads snapshots (``streaming.delta.table_reader.read_spark``). The
 candidate changes the email of 0.05% of the customers, drops 0.01% and adds 50; the
 comparison runs under the default policy. The baseline in the same run is a plain ``count()``
 of both sides.
@@ -75,8 +75,8 @@ def main(argv: list[str] | None = None) -> int:
         logging.basicConfig(format="  %(message)s")
         logging.getLogger("quality.compare").setLevel(logging.DEBUG)
 
-    from streaming.spark_session import build_spark_session
-    from streaming.table_reader import read_spark
+    from streaming.delta.table_reader import read_spark
+    from streaming.run.spark_session import build_spark_session
 
     root = Path(tempfile.mkdtemp(prefix="kappa-compare-bench-"))
     try:

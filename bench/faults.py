@@ -18,9 +18,10 @@ while it runs, injects:
    the pipeline must stop with ``DATA LOSS`` (exit code 3) rather than skip.
 
 After each fault group the table is compared with an independent replay of the topic
-(``tests/reference.py``) at the table's last commit, and the dead-letter table with the poison
-records produced. Zero lost and zero duplicated rows is the pass condition. The results table is
-printed and written to ``bench/results/faults.json``; the exit code is 0 only if every row passes.
+(``kappa/testing/reference.py``) at the table's last commit, and the dead-letter table with the
+poison records produced. Zero lost and zero duplicated rows is the pass condition. The results
+table is printed and written to ``bench/results/faults.json``; the exit code is 0 only if every
+row passes.
 """
 
 from __future__ import annotations
@@ -37,8 +38,10 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
+from bench.faults_broker import durable_broker_outage, memory_broker_data_loss
 from bench.faults_env import weed_binary
-from bench.faults_run import FaultRow, FaultRun, durable_broker_outage, memory_broker_data_loss
+from bench.faults_process import disk_fault, kills
+from bench.faults_run import FaultRow, FaultRun
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -72,12 +75,12 @@ def main(argv: list[str] | None = None) -> int:
         run.start()
         if args.kills > 0:
             _step(f"{args.kills} kills", started)
-            run.kills(args.kills)
+            kills(run, args.kills)
         if not args.no_disk:
             _step("disk full", started)
-            run.disk_fault("full")
+            disk_fault(run, "full")
             _step("disk read-only", started)
-            run.disk_fault("read-only")
+            disk_fault(run, "read-only")
         _step("catching up and verifying", started)
         run.finish()
     except Exception as exc:  # report what ran, then the failure

@@ -1,7 +1,8 @@
 """Looking at a deployment from outside: where a kill landed, and whether anything was lost.
 
 Nothing here shares code with the pipeline's write path: phases are read from Spark's checkpoint
-files and the Delta log, and tables are compared with ``tests.reference``, an independent replay.
+files and the Delta log, and tables are compared with ``kappa.testing.reference``, an
+independent replay.
 """
 
 from __future__ import annotations
@@ -17,10 +18,10 @@ from typing import Any
 from deltalake import DeltaTable
 
 from bench.faults_workload import TOPIC, PoisonBytes, PoisonKind
-from streaming.dead_letters import DeadLetters
-from streaming.deployment import Deployment
-from streaming.table_reader import commits, read_arrow
-from tests.reference import customers_state, replay
+from kappa.testing.reference import customers_state, replay
+from streaming.delta.dead_letters import DeadLetters
+from streaming.delta.table_reader import commits, read_arrow
+from streaming.run.deployment import Deployment
 
 BEFORE_ANY_WRITE = "mid-batch, before any write"
 IN_DEAD_LETTERS = "after the dead-letter commit, before the table commit"

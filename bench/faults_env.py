@@ -18,8 +18,9 @@ import sys
 from pathlib import Path
 
 from kappa.broker import port_open
-from kappa.processes import ManagedProcess, wait_until
-from tests.conftest import free_port
+from kappa.processes import ManagedProcess
+from kappa.testing.settings import free_port
+from streaming.wait import wait_until
 
 
 class Disk:

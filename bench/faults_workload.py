@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from confluent_kafka import Producer
 
 from bench.workload import TOPIC, produce_one
-from kappa.settings import Settings
-from kappa.topics import ensure_topics
-from streaming.kafka_log import CLIENT_LOGGER
+from streaming.kafka.admin import ensure_topics
+from streaming.kafka.log import CLIENT_LOGGER
+from streaming.settings import Settings
 
 SCHEMA_REASON = "is not a JSON object matching the schema"
 

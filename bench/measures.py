@@ -22,10 +22,11 @@ from deltalake import DeltaTable
 
 from bench.processes import CommitWatcher, MeasuredJob, SeenCommit
 from bench.workload import TOPIC, Workload
-from streaming import offsets as off
-from streaming.batch import batch_end_offsets
-from streaming.deployment import Deployment
-from streaming.kafka_log import KafkaLog
+from streaming.home import Home
+from streaming.kafka import offsets as off
+from streaming.kafka.log import KafkaLog
+from streaming.run.deployment import Deployment
+from streaming.run.micro_batch import batch_end_offsets
 
 RUN_TIMEOUT_S = 1800.0
 # Every bench deployment reads the log on its own: none follows the live version's commits.
@@ -43,8 +44,8 @@ class BenchEnv:
         return Deployment("customers", version, self.home).table_path
 
     def streaming(self, name: str, *args: str) -> MeasuredJob:
-        """``python -m streaming run customers ARGS``, logging to ``bench-logs/NAME-001.log``."""
-        return MeasuredJob(self.env, [TOPIC, *args], self.home / "bench-logs", name)
+        """``python -m streaming run customers ARGS``, logging to ``logs/NAME-001.log``."""
+        return MeasuredJob(self.env, [TOPIC, *args], Home(self.home).logs, name)
 
     def topic_end(self) -> dict[int, int]:
         with KafkaLog(self.kafka_client) as log:
@@ -244,24 +245,26 @@ def measure_steady(
     Every run stops at ``backlog_end`` (the first ``--events`` records), whose reference state is
     ``expected``.
     """
-    from kappa.settings import load_settings
-    from streaming import offsets as off
-    from streaming.pipelines import get_pipeline
-    from streaming.runner import PipelineRunner, RunOptions
-    from streaming.spark_session import build_spark_session
+    from streaming.define.registry import get_pipeline
+    from streaming.kafka import offsets as off
+    from streaming.run.options import RunOptions
+    from streaming.run.runner import PipelineRunner
+    from streaming.run.spark_session import build_spark_session
+    from streaming.settings import load_settings
 
     settings = load_settings(env=bench.env)
     started = time.perf_counter()
-    spark = build_spark_session(settings.spark.master, settings.spark.conf)
+    spark = build_spark_session(settings.spark)
     session_s = time.perf_counter() - started
     runs = {}
     for version in ("bench-warmup-1", "bench-warmup-2", "bench-steady"):
         runner = PipelineRunner(
             spark,
-            get_pipeline("customers"),
+            get_pipeline(settings.pipelines, "customers"),
             Deployment("customers", version, bench.home),
-            bench.kafka_client,
+            settings,
             RunOptions(
+                mode="until_caught_up",
                 report_every_s=3600,
                 max_offsets_per_trigger=batch_events,
                 follow_live=False,
@@ -270,6 +273,9 @@ def measure_steady(
         )
         t0 = time.perf_counter()
         runner.run()
+        if len(runner.writer.results) == runner.writer.results.maxlen:
+            msg = "more batches than the writer keeps: raise --batch-events"
+            raise RuntimeError(msg)
         runs[version] = (time.perf_counter() - t0, list(runner.writer.results))
     warmup_s, _ = runs["bench-warmup-1"]
     _, results = runs["bench-steady"]

@@ -1,4 +1,4 @@
-"""The performance benchmark of issue #6: ``make bench`` (``python -m bench.perf``).
+"""The performance benchmark: ``make bench`` (``python -m bench.perf``).
 
     make bench                                    # defaults below
     make bench ARGS="--events 10000000"           # any option of this module
@@ -26,8 +26,8 @@ from bench import measures, report
 from bench.baseline import run_baseline
 from bench.workload import TOPIC, Workload
 from kappa.broker import EmbeddedBroker
-from kappa.settings import load_settings
-from kappa.topics import ensure_topics
+from streaming.kafka.admin import ensure_topics
+from streaming.settings import load_settings
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -59,7 +59,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from tests.conftest import free_port
+    from kappa.testing.settings import free_port
 
     home = Path(tempfile.mkdtemp(prefix="kappa-bench-"))
     port = free_port()

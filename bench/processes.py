@@ -25,9 +25,9 @@ import psutil
 from deltalake import DeltaTable
 
 from kappa.processes import ManagedProcess, is_running
-from kappa.settings import REPO_ROOT
-from streaming import offsets as off
-from streaming.compacted_table import END_OFFSETS
+from streaming.delta.commit_info import END_OFFSETS
+from streaming.kafka import offsets as off
+from streaming.settings import REPO_ROOT
 
 
 def tree_rss(root: psutil.Process) -> int:

@@ -35,13 +35,13 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 from kappa.demo import CUSTOMERS_TOPIC, TRANSACTIONS_TOPIC, events
 from kappa.log_broker import start_log_broker, stop_log_broker
-from kappa.settings import REPO_ROOT, Settings
-from kappa.topics import ensure_topics
-from streaming.deployment import Deployment
-from streaming.kafka_log import KafkaLog
-from streaming.table_reader import read_arrow
-from tests.conftest import make_settings
-from tests.reference import customers_state, replay, table_state
+from kappa.testing.reference import customers_state, replay, table_state
+from kappa.testing.settings import private_settings
+from streaming.delta.table_reader import read_arrow
+from streaming.kafka.admin import ensure_topics
+from streaming.kafka.log import KafkaLog
+from streaming.run.deployment import Deployment
+from streaming.settings import REPO_ROOT, Settings
 
 TOPICS = (CUSTOMERS_TOPIC, TRANSACTIONS_TOPIC)
 PIPELINES = {"customers": CUSTOMERS_TOPIC, "customer_spend": TRANSACTIONS_TOPIC}
@@ -183,7 +183,7 @@ def end_probe(settings: Settings) -> dict[str, float]:
 
 
 def measure(hours: float, rate: float, work: Path) -> dict[str, Any]:
-    settings = make_settings(work / f"home-{hours:g}h", **{"broker.storage": "s3"})
+    settings = private_settings(work / f"home-{hours:g}h", **{"broker.storage": "s3"})
     start_log_broker(settings)
     try:
         ensure_topics(settings, list(TOPICS))
@@ -204,7 +204,7 @@ def measure(hours: float, rate: float, work: Path) -> dict[str, Any]:
                 "ratio_to_baseline": round(seconds / wall, 2),
             }
         result["correct"] = check(settings, result)
-        result["data_bytes"] = _size(settings.object_store_dir)
+        result["data_bytes"] = _size(settings.home.object_store)
         return result
     finally:
         stop_log_broker(settings)

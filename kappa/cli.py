@@ -11,14 +11,13 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from kappa.errors import KappaError
-from kappa.settings import Settings, load_settings
+from streaming.settings import Settings, load_settings
 
 Handler = Callable[[Settings, argparse.Namespace], int]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from streaming.cli import add_run_arguments
+    from streaming.run.job import add_run_arguments
 
     parser = argparse.ArgumentParser(prog="kappa", description=__doc__.splitlines()[0])
     parser.add_argument("--config", help="settings file (default: platform/kappa.yaml)")
@@ -135,10 +134,9 @@ def _configure_logging(debug: bool) -> None:
 
 
 def _is_user_error(exc: Exception) -> bool:
-    from streaming.errors import StreamingError
-    from streaming.table_reader import TableNotFoundError
+    from streaming.errors import KappaError
 
-    return isinstance(exc, KappaError | StreamingError | TableNotFoundError)
+    return isinstance(exc, KappaError)
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -151,7 +149,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     for item in args.kafka:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            from kappa.errors import ConfigError
+            from streaming.errors import ConfigError
 
             msg = f"--kafka {item!r} must look like KEY=VALUE, e.g. security.protocol=SASL_SSL"
             raise ConfigError(msg)
@@ -186,12 +184,11 @@ def _demo_produce(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _run(settings: Settings, args: argparse.Namespace) -> int:
-    from streaming.cli import options_from_args, run_pipeline
-    from streaming.reporting import LogReporter
+    from streaming.run.job import run_pipeline
+    from streaming.run.options import from_flags
+    from streaming.run.reporting import LogReporter
 
-    snapshot = run_pipeline(
-        settings, args.pipeline, args.version, options_from_args(args), LogReporter()
-    )
+    snapshot = run_pipeline(settings, args.pipeline, args.version, from_flags(args), LogReporter())
     print(
         f"{snapshot.deployment}: {snapshot.state}, {snapshot.records_processed} records in "
         f"{snapshot.batches} batches, {snapshot.table_rows} rows, "
@@ -211,9 +208,9 @@ def _deployments_list(settings: Settings, args: argparse.Namespace) -> int:
     from kappa.dagster_api import DagsterApi
     from kappa.deployments import deployment_statuses
     from kappa.table_output import write_text_table
-    from streaming.pipelines import pipeline_names
+    from streaming.define.registry import pipeline_names
 
-    statuses = deployment_statuses(DagsterApi(settings), pipeline_names())
+    statuses = deployment_statuses(DagsterApi(settings), pipeline_names(settings.pipelines))
     rows = [
         {
             "pipeline": s.pipeline,
@@ -231,9 +228,9 @@ def _deployments_list(settings: Settings, args: argparse.Namespace) -> int:
 def _stop(settings: Settings, args: argparse.Namespace) -> int:
     from kappa.dagster_api import DagsterApi
     from kappa.deployments import stop_deployment
-    from streaming.pipelines import get_pipeline
+    from streaming.define.registry import get_pipeline
 
-    get_pipeline(args.pipeline)
+    get_pipeline(settings.pipelines, args.pipeline)
     ids = stop_deployment(DagsterApi(settings), args.pipeline)
     print(f"terminating run(s) {', '.join(ids)} of {args.pipeline}")
     return 0
@@ -272,7 +269,7 @@ def _reset(settings: Settings, args: argparse.Namespace) -> int:
         except EOFError:
             return False
 
-    deleted = reset(settings, confirm)
+    deleted = reset(settings.home, confirm)
     if deleted is None:
         print("nothing deleted")
         return 1

@@ -7,9 +7,9 @@ import datetime as dt
 import json
 import sys
 
-from kappa.settings import Settings
-from streaming.live import history
-from streaming.pipelines import get_pipeline, pipeline_names
+from streaming.define.registry import get_pipeline, pipeline_names
+from streaming.settings import Settings
+from streaming.versions.live_pointer import history
 
 
 def add_version_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -44,9 +44,9 @@ def add_version_commands(sub: argparse._SubParsersAction) -> None:  # type: igno
 
 
 def _tables(settings: Settings, args: argparse.Namespace) -> int:
-    from kappa.version_overview import overview
+    from streaming.versions.overview import overview
 
-    for name in pipeline_names():
+    for name in pipeline_names(settings.pipelines):
         view = overview(settings, name)
         others = [v for v in view.versions if v.version != view.live_version]
         described = [
@@ -64,7 +64,7 @@ def _tables(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _history(settings: Settings, args: argparse.Namespace) -> int:
-    get_pipeline(args.pipeline)
+    get_pipeline(settings.pipelines, args.pipeline)
     for record in history(settings.home, args.pipeline):
         when = dt.datetime.fromtimestamp(record.at, dt.UTC).isoformat(timespec="seconds")
         checked = (
@@ -77,7 +77,7 @@ def _history(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _promote(settings: Settings, args: argparse.Namespace) -> int:
-    from kappa.promotion import promote
+    from streaming.versions.promotion import promote
 
     done = promote(settings, args.pipeline, args.version, force=args.force, reason=args.reason)
     if done.comparison is not None:
@@ -90,7 +90,7 @@ def _promote(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _rollback(settings: Settings, args: argparse.Namespace) -> int:
-    from kappa.promotion import rollback
+    from streaming.versions.promotion import rollback
 
     record = rollback(settings, args.pipeline)
     print(f"{args.pipeline}: rolled back {record.from_version} -> {record.to_version}")
@@ -99,9 +99,9 @@ def _rollback(settings: Settings, args: argparse.Namespace) -> int:
 
 def _retire(settings: Settings, args: argparse.Namespace) -> int:
     from kappa.dagster_api import DagsterApi
-    from kappa.retiring import stop_and_retire
+    from streaming.versions.retire import stop_and_retire
 
-    pipeline = get_pipeline(args.pipeline)
+    pipeline = get_pipeline(settings.pipelines, args.pipeline)
     removed = stop_and_retire(
         settings,
         pipeline.name,
@@ -113,7 +113,7 @@ def _retire(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _diff(settings: Settings, args: argparse.Namespace) -> int:
-    from kappa.promotion import compare_versions
+    from streaming.versions.promotion import compare_versions
 
     result = compare_versions(settings, args.pipeline, args.old, args.new)
     print(result.render_text())
@@ -131,15 +131,15 @@ def add_quality_commands(sub: argparse._SubParsersAction) -> None:  # type: igno
 
 
 def _quality_report(settings: Settings, args: argparse.Namespace) -> int:
-    from kappa.quality_runs import run_table_suite, validation_path
     from kappa.table_output import resolve_deployment
     from quality import load_result, render
+    from streaming.table_quality import run_table_suite
 
-    pipeline = get_pipeline(args.pipeline)
+    pipeline = get_pipeline(settings.pipelines, args.pipeline)
     deployment = resolve_deployment(settings, pipeline.name, args.version)
     if args.run:
         run_table_suite(settings, pipeline, deployment.version)
-    path = validation_path(settings, deployment.id)
+    path = settings.home.validation(deployment.id)
     if not path.exists():
         print(
             f"kappa: error: no quality results for {deployment.id} yet; run the "
@@ -148,11 +148,6 @@ def _quality_report(settings: Settings, args: argparse.Namespace) -> int:
         )
         return 2
     print(render(load_result(path)))
-    comparisons = sorted(
-        (settings.home / "quality" / "comparisons").glob(
-            f"{pipeline.name}__*__{deployment.version}.json"
-        )
-    )
-    for found in comparisons:
+    for found in settings.home.comparisons_of(pipeline.name, deployment.version):
         print(render(load_result(found)))
     return 0

@@ -7,8 +7,8 @@ from typing import Any
 
 import requests
 
-from kappa.errors import KappaError
-from kappa.settings import Settings
+from kappa.errors import DagsterApiError
+from streaming.settings import Settings
 
 ACTIVE_STATUSES = ("QUEUED", "NOT_STARTED", "STARTING", "STARTED")
 
@@ -61,12 +61,12 @@ class DagsterApi:
                 f"the Dagster UI at {self.url} is not reachable ({exc.__class__.__name__}); "
                 "start the platform with `make run` (or `kappa up`)"
             )
-            raise KappaError(msg) from None
+            raise DagsterApiError(msg) from None
         response.raise_for_status()
         body = response.json()
         if body.get("errors"):
             msg = f"Dagster GraphQL error: {body['errors'][0].get('message')}"
-            raise KappaError(msg)
+            raise DagsterApiError(msg)
         return body["data"]
 
     def runs(self, statuses: tuple[str, ...] | None = None, limit: int = 100) -> list[RunInfo]:
@@ -74,7 +74,7 @@ class DagsterApi:
         data = self.query(_RUNS, {"filter": run_filter, "limit": limit})["runsOrError"]
         if data["__typename"] != "Runs":
             msg = f"Dagster could not list runs: {data.get('message')}"
-            raise KappaError(msg)
+            raise DagsterApiError(msg)
         return [
             RunInfo(
                 run_id=r["runId"],

@@ -15,9 +15,9 @@ from typing import Any
 
 from confluent_kafka import Producer
 
-from kappa.settings import Settings
-from kappa.topics import ensure_topics
-from streaming.kafka_log import CLIENT_LOGGER
+from streaming.kafka.admin import ensure_topics
+from streaming.kafka.log import CLIENT_LOGGER
+from streaming.settings import Settings
 
 CUSTOMERS_TOPIC = "customers"
 TRANSACTIONS_TOPIC = "transactions"

@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from assets.names import deploy_job_name, table_key_path
 from kappa.dagster_api import ACTIVE_STATUSES, DagsterApi, RunInfo
-from kappa.errors import KappaError
+from kappa.errors import OperatorError
 
 _LATEST = """
 query Latest($key: AssetKeyInput!) {
@@ -35,11 +36,6 @@ _RUN_STATUS = {
     "STARTING": "starting",
     "NOT_STARTED": "starting",
 }
-
-
-def deploy_job_name(pipeline: str) -> str:
-    """The Dagster job that runs a pipeline's streaming deployments."""
-    return f"deploy_{pipeline}"
 
 
 def is_deployment_run(run: RunInfo, pipeline: str, event: dict[str, Any] | None) -> bool:
@@ -74,7 +70,7 @@ def _entries(event: dict[str, Any]) -> dict[str, Any]:
 def latest_event(api: DagsterApi, pipeline: str) -> dict[str, Any] | None:
     """The latest health report of a pipeline's deployment (the table also gets versions
     overview observations from sensors and version jobs; those carry no ``state``)."""
-    data = api.query(_LATEST, {"key": {"path": ["tables", pipeline]}})["assetOrError"]
+    data = api.query(_LATEST, {"key": {"path": table_key_path(pipeline)}})["assetOrError"]
     if data["__typename"] != "Asset":
         return None
     events = data["assetObservations"] + data["assetMaterializations"]
@@ -128,7 +124,7 @@ def stop_deployment(api: DagsterApi, pipeline: str) -> list[str]:
     runs = [r for r in api.active_runs() if is_deployment_run(r, pipeline, event)]
     if not runs:
         msg = f"no active deployment of {pipeline!r} (see `kappa deployments list`)"
-        raise KappaError(msg)
+        raise OperatorError(msg)
     ids = [r.run_id for r in runs]
     api.terminate(ids)
     return ids

@@ -1,13 +1,15 @@
-"""Exceptions whose message tells the user what to fix."""
+"""Errors of the operator tools (the embedded broker, the Dagster API); all are ``KappaError``s."""
+
+from streaming.errors import KappaError
 
 
-class KappaError(Exception):
-    """Base class of every error the platform reports to a user as a one-line message."""
+class OperatorError(KappaError):
+    """An operator tool cannot do what was asked (``kappa``)."""
 
 
-class ConfigError(KappaError):
-    """A setting is missing or invalid."""
+class BrokerError(OperatorError):
+    """The embedded broker cannot be started, stopped or found."""
 
 
-class BrokerError(KappaError):
-    """The Kafka broker cannot be reached or managed."""
+class DagsterApiError(OperatorError):
+    """The running Dagster does not answer, or refuses a request."""

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from kappa.broker import BrokerStatus, EmbeddedBroker
 from kappa.object_store import BUCKET, ObjectStore, ObjectStoreStatus
-from kappa.settings import Settings
+from streaming.settings import Settings
 
 S3_STORAGE = f"s3://{BUCKET}/"
 
@@ -44,14 +44,10 @@ class LogBrokerStatus:
         return "\n".join(lines)
 
 
-def _engine_file(settings: Settings) -> Path:
-    return settings.run_dir / "broker-engine.json"
-
-
 def log_broker_status(settings: Settings) -> LogBrokerStatus:
     broker = EmbeddedBroker(settings).status()
     try:
-        recorded = json.loads(_engine_file(settings).read_text())
+        recorded = json.loads(settings.home.broker_engine.read_text())
     except (FileNotFoundError, ValueError):
         recorded = {}
     engine = recorded.get("engine") if broker.running else None
@@ -73,7 +69,7 @@ def start_log_broker(settings: Settings) -> LogBrokerStatus:
     started_store = not store.status().running
     store.start()
     try:
-        EmbeddedBroker(settings, storage=S3_STORAGE, env=store.broker_env()).start()
+        durable_broker(settings, store).start()
     except Exception:
         if started_store:
             store.stop()
@@ -82,14 +78,19 @@ def start_log_broker(settings: Settings) -> LogBrokerStatus:
     return log_broker_status(settings)
 
 
+def durable_broker(settings: Settings, store: ObjectStore) -> EmbeddedBroker:
+    """The embedded broker keeping its log in ``store`` (which must be running to start it)."""
+    return EmbeddedBroker(settings, storage=S3_STORAGE, env=store.broker_env())
+
+
 def stop_log_broker(settings: Settings) -> bool:
     """Stop the broker, then the object store; True if anything was running."""
     stopped = EmbeddedBroker(settings).stop()
     stopped = ObjectStore(settings).stop() or stopped
-    _engine_file(settings).unlink(missing_ok=True)
+    settings.home.broker_engine.unlink(missing_ok=True)
     return stopped
 
 
 def _record(settings: Settings, engine: dict[str, str]) -> None:
-    _engine_file(settings).parent.mkdir(parents=True, exist_ok=True)
-    _engine_file(settings).write_text(json.dumps(engine))
+    settings.home.broker_engine.parent.mkdir(parents=True, exist_ok=True)
+    settings.home.broker_engine.write_text(json.dumps(engine))

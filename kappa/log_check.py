@@ -9,14 +9,15 @@ and the two ways out.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 
-from kappa.settings import Settings
-from streaming import offsets as off
-from streaming.batch import batch_end_offsets
-from streaming.kafka_log import KafkaLog
+from streaming.home import Home
+from streaming.kafka import offsets as off
+from streaming.kafka.log import KafkaLog
+from streaming.run.micro_batch import batch_end_offsets
+from streaming.settings import Settings
 
 # The exit code of `kappa up` when it stops on a lost log (the streaming job's DATA LOSS code).
 EXIT_LOG_LOST = 3
@@ -42,10 +43,10 @@ class Shortfall:
         )
 
 
-def checkpoint_positions(home: Path) -> dict[str, off.OffsetMap]:
+def checkpoint_positions(home: Home) -> dict[str, off.OffsetMap]:
     """The latest planned input offsets of every deployment that has a checkpoint."""
     positions: dict[str, off.OffsetMap] = {}
-    root = home / "checkpoints"
+    root = home.checkpoints
     if not root.is_dir():
         return positions
     for checkpoint in sorted(p for p in root.iterdir() if p.is_dir()):
@@ -61,7 +62,7 @@ def find_shortfalls(settings: Settings, timeout_s: float = 10.0) -> list[Shortfa
     topics = sorted({t for offsets in positions.values() for t in offsets})
     if not topics:
         return []
-    with KafkaLog(settings.kafka.client_config(), timeout_s=timeout_s) as log:
+    with KafkaLog.of(settings.kafka, timeout_s=timeout_s) as log:
         existing = {t for t, parts in log.partitions(topics).items() if parts}
         ends = log.latest(sorted(existing)) if existing else {}
     return list(_compare(positions, ends))
@@ -83,7 +84,7 @@ def lost_log_message(shortfalls: list[Shortfall], settings: Settings) -> str:
         f"The log at {settings.kafka.bootstrap_servers} is shorter than what "
         f"{len(deployments)} deployment(s) have already read: the broker lost records "
         "(the memory engine was restarted, the object store's data under "
-        f"{settings.object_store_dir} was wiped, or a topic was deleted).",
+        f"{settings.home.object_store} was wiped, or a topic was deleted).",
         *(f"  {s.describe()}" for s in shortfalls[:12]),
     ]
     if len(shortfalls) > 12:
@@ -97,3 +98,22 @@ def lost_log_message(shortfalls: list[Shortfall], settings: Settings) -> str:
         f"deployments above are not resumed: {', '.join(deployments)}).",
     ]
     return "\n".join(lines)
+
+
+def check_log_at_start(settings: Settings, skip: bool) -> set[str] | None:
+    """The deployments whose checkpoint is ahead of the log (not to be resumed), or None when
+    `kappa up` must stop: the message saying what happened and the ways out is printed once."""
+    shortfalls = find_shortfalls(settings)
+    lost = {s.deployment for s in shortfalls}
+    if not shortfalls:
+        return lost
+    if skip:
+        print(
+            f"warning: the log ends below the checkpoints of {', '.join(sorted(lost))}; they are "
+            "not resumed (--skip-log-check)",
+            file=sys.stderr,
+            flush=True,
+        )
+        return lost
+    print(lost_log_message(shortfalls, settings), file=sys.stderr, flush=True)
+    return None

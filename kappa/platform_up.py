@@ -15,24 +15,25 @@ import shutil
 import signal
 import sys
 import time
-from collections.abc import Callable
 from types import FrameType
 
 from kappa.broker import EmbeddedBroker
 from kappa.dagster_api import DagsterApi
 from kappa.log_broker import start_log_broker, stop_log_broker
-from kappa.log_check import EXIT_LOG_LOST, find_shortfalls, lost_log_message
-from kappa.processes import ManagedProcess, wait_until
-from kappa.settings import REPO_ROOT, Settings
-from kappa.topics import ensure_topics
-from streaming.pipelines import all_topics, pipeline_names
+from kappa.log_check import EXIT_LOG_LOST, check_log_at_start
+from kappa.processes import ManagedProcess
+from kappa.resume import remember_running, resume_at_start
+from streaming.define.registry import all_topics
+from streaming.kafka.admin import ensure_topics
+from streaming.settings import REPO_ROOT, Settings
+from streaming.wait import wait_until
 
 # How stale the list of running deployments may be when the platform dies without a Ctrl-C.
 REMEMBER_EVERY_S = 5.0
 
 
 def dagster_home(settings: Settings) -> str:
-    home = settings.home / "dagster"
+    home = settings.home.dagster
     home.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(REPO_ROOT / "platform" / "dagster.yaml", home / "dagster.yaml")
     return str(home)
@@ -63,7 +64,7 @@ def dagster_dev(settings: Settings) -> ManagedProcess:
             "-p",
             str(settings.dagster.port),
         ],
-        settings.logs_dir / "dagster.log",
+        settings.home.log("dagster"),
         env=child_env(settings),
         cwd=REPO_ROOT,
     )
@@ -89,10 +90,10 @@ def run_platform(
     try:
         if embedded:
             print(start_log_broker(settings).describe(), flush=True)
-        not_resumable = _check_log(settings, skip_log_check)
+        not_resumable = check_log_at_start(settings, skip_log_check)
         if not_resumable is None:
             return EXIT_LOG_LOST
-        ensure_topics(settings, all_topics())
+        ensure_topics(settings, all_topics(settings.pipelines))
         env = child_env(settings)
         if producer_rate:
             children.append(
@@ -107,13 +108,13 @@ def run_platform(
                         "--rate",
                         str(producer_rate),
                     ],
-                    settings.logs_dir / "producer.log",
+                    settings.home.log("producer"),
                     env=env,
                     cwd=REPO_ROOT,
                 ).start()
             )
             print(
-                f"demo producer: {producer_rate:g} events/s (log {settings.logs_dir}/producer.log)"
+                f"demo producer: {producer_rate:g} events/s (log {settings.home.log('producer')})"
             )
         dagster = dagster_dev(settings).start()
         children.append(dagster)
@@ -125,24 +126,24 @@ def run_platform(
                 "(Ctrl-C stops everything)",
                 flush=True,
             )
-            resumed = _resume(settings, api, started_at, not_resumable, lambda: stopping)
+            resumed = resume_at_start(settings, api, started_at, not_resumable, lambda: stopping)
         remembered_at = 0.0
         while not stopping and all(c.alive() for c in children):
             # Until the previous deployments are relaunched, their list must not be replaced.
             if resumed and time.monotonic() - remembered_at >= REMEMBER_EVERY_S:
-                _remember_running(settings, api)
+                remember_running(settings, api)
                 remembered_at = time.monotonic()
             time.sleep(0.2)
         dead = [c.name for c in children if not c.alive()]
         if dead and not stopping:
-            print(f"{', '.join(dead)} exited; see {settings.logs_dir}; stopping", file=sys.stderr)
+            print(f"{', '.join(dead)} exited; see {settings.home.logs}; stopping", file=sys.stderr)
             return 1
         return 0
     finally:
         if any(c.name == "dagster" for c in children):
             print("stopping: terminating active runs...", flush=True)
             if resumed:
-                _remember_running(settings, DagsterApi(settings, timeout_s=5.0))
+                remember_running(settings, DagsterApi(settings, timeout_s=5.0))
             _terminate_runs(settings)
         for child in reversed(children):
             child.stop(signal.SIGTERM if child.name != "dagster" else signal.SIGINT)
@@ -167,68 +168,3 @@ def _terminate_runs(settings: Settings, timeout_s: float = 40.0) -> None:
         wait_until(lambda: not api.active_runs(), timeout_s=timeout_s, interval_s=0.5)
     except Exception as exc:  # Dagster may already be down; the process tree is killed anyway
         print(f"could not terminate runs through Dagster: {exc}", file=sys.stderr)
-
-
-def _check_log(settings: Settings, skip: bool) -> set[str] | None:
-    """Deployments whose checkpoint is ahead of the log; None when `kappa up` must stop."""
-    shortfalls = find_shortfalls(settings)
-    lost = {s.deployment for s in shortfalls}
-    if not shortfalls:
-        return lost
-    if skip:
-        print(
-            f"warning: the log ends below the checkpoints of {', '.join(sorted(lost))}; they are "
-            "not resumed (--skip-log-check)",
-            file=sys.stderr,
-            flush=True,
-        )
-        return lost
-    print(lost_log_message(shortfalls, settings), file=sys.stderr, flush=True)
-    return None
-
-
-def _resume(
-    settings: Settings,
-    api: DagsterApi,
-    started_at: float,
-    skip: set[str],
-    stopping: Callable[[], bool],
-) -> bool:
-    """Bring back the deployments that were running when the platform last stopped; False if
-    the code location never loaded (nothing was relaunched)."""
-    from kappa.resume import mark_orphans_canceled, resume
-
-    if not wait_until(lambda: stopping() or _code_loaded(api), timeout_s=120) or stopping():
-        return False
-    try:
-        orphans = mark_orphans_canceled(api, started_at)
-        if orphans:
-            print(f"marked {len(orphans)} run(s) of the previous platform as canceled")
-        for deployment, run_id in resume(settings, api, pipeline_names(), skip):
-            print(
-                f"resumed {deployment.pipeline} {deployment.version or ''} (run {run_id}, was "
-                f"{deployment.run_id})",
-                flush=True,
-            )
-    except Exception as exc:  # the platform still runs; the user can deploy by hand
-        print(f"could not resume the previous deployments: {exc}", file=sys.stderr, flush=True)
-    return True
-
-
-def _remember_running(settings: Settings, api: DagsterApi) -> None:
-    from kappa.resume import remember, running_deployments
-
-    try:
-        remember(settings, running_deployments(api, pipeline_names()))
-    except Exception:  # Dagster busy or not up yet: the previous list stays
-        return
-
-
-def _code_loaded(api: DagsterApi) -> bool:
-    try:
-        data = api.query(
-            "{ repositoriesOrError { __typename ... on RepositoryConnection { nodes { name } } } }"
-        )
-    except Exception:
-        return False
-    return bool(data["repositoriesOrError"].get("nodes"))

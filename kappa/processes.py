@@ -10,8 +10,7 @@ import contextlib
 import os
 import signal
 import subprocess
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import psutil
@@ -102,14 +101,3 @@ def is_running(proc: psutil.Process) -> bool:
         return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
-
-
-def wait_until(predicate: Callable[[], object], timeout_s: float, interval_s: float = 0.2) -> bool:
-    """Poll ``predicate`` until it is true or ``timeout_s`` passes; True if it became true."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        if predicate():
-            return True
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(interval_s)

@@ -1,9 +1,9 @@
 """`kappa reset`: start over from the log as it is, after the broker lost (part of) it.
 
-Deletes everything derived from the log under the platform home: tables, dead letters,
-checkpoints, pinned code, live pointers with their history, follow-live state, quality results
-and deployment locks. The log itself (the broker's object store), the logs and Dagster's
-history stay. Refused while any deployment runs.
+Deletes everything derived from the log under the platform home (tables, dead letters,
+checkpoints, pinned code, live pointers with their history, alignment caps, quality results and
+deployment locks: ``Home.derived_state``). The log itself (the broker's object store), the logs
+and Dagster's history stay. Refused while any deployment runs.
 """
 
 from __future__ import annotations
@@ -12,71 +12,54 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from kappa.errors import KappaError
-from kappa.settings import Settings
-from streaming.lock import DeploymentLock
-
-# Every directory under the home that holds state derived from the log.
-DERIVED_STATE = (
-    "tables",
-    "dead_letters",
-    "checkpoints",
-    "code",
-    "live",
-    "alignment",
-    "quality",
-    "locks",
-)
+from kappa.errors import OperatorError
+from streaming.home import Home
+from streaming.run.lock import DeploymentLock
 
 
-class ResetRefusedError(KappaError):
+class ResetRefusedError(OperatorError):
     """A reset would pull state from under a running deployment."""
 
 
-def derived_state(settings: Settings) -> list[Path]:
-    """The directories a reset deletes that exist now."""
-    return [settings.home / name for name in DERIVED_STATE if (settings.home / name).exists()]
-
-
-def deployments_on_disk(settings: Settings) -> list[str]:
+def deployments_on_disk(home: Home) -> list[str]:
+    """The deployments (``<pipeline>__<version>``) that have a table or a checkpoint."""
     names: set[str] = set()
-    for kind in ("tables", "checkpoints"):
-        folder = settings.home / kind
+    for folder in (home.tables, home.checkpoints):
         if folder.is_dir():
             names.update(p.name for p in folder.iterdir() if "__" in p.name)
     return sorted(names)
 
 
-def running_deployments(settings: Settings) -> list[str]:
-    locks = settings.home / "locks"
-    if not locks.is_dir():
+def running_deployments(home: Home) -> list[str]:
+    """The deployments whose lock is held by a live process."""
+    if not home.locks.is_dir():
         return []
-    held = (p for p in sorted(locks.glob("*.lock")) if DeploymentLock(p).holder() is not None)
+    held = (p for p in sorted(home.locks.glob("*.lock")) if DeploymentLock(p).holder() is not None)
     return [p.stem for p in held]
 
 
-def reset(settings: Settings, confirm: Callable[[str], bool]) -> list[Path] | None:
+def reset(home: Home, confirm: Callable[[str], bool]) -> list[Path] | None:
     """Delete the derived state once ``confirm(summary)`` agrees; returns what was deleted
     (empty: nothing to delete), or None when the confirmation was refused.
 
     Raises:
         ResetRefusedError: a deployment is running; stop it (or the platform) first.
     """
-    running = running_deployments(settings)
+    running = running_deployments(home)
     if running:
         msg = (
             f"deployment(s) {', '.join(running)} are running; stop them first (`kappa stop "
             "PIPELINE`, or Ctrl-C on `kappa up`) and run `kappa reset` again"
         )
         raise ResetRefusedError(msg)
-    targets = derived_state(settings)
+    targets = [path for path in home.derived_state() if path.exists()]
     if not targets:
         return []
-    deployments = deployments_on_disk(settings)
+    deployments = deployments_on_disk(home)
     summary = (
         f"This deletes the tables, checkpoints, dead letters, pinned code and live pointers of "
         f"{len(deployments)} deployment(s) ({', '.join(deployments) or 'none'}) under "
-        f"{settings.home}: {', '.join(p.name for p in targets)}. The log is kept; every table "
+        f"{home}: {', '.join(p.name for p in targets)}. The log is kept; every table "
         "is rebuilt from it by its next deployment."
     )
     if not confirm(summary):

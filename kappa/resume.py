@@ -1,7 +1,7 @@
 """Deployments that were running when the platform stopped come back when it starts again.
 
 While `kappa up` runs it keeps a list of the streaming deployments Dagster is running
-(``$KAPPA_HOME/run/deployments.json``, refreshed every few seconds and once more just before a
+(``Home.running_deployments``, refreshed every few seconds and once more just before a
 Ctrl-C stops them). A deployment a user stops leaves the list; one the platform's shutdown stops,
 or that dies with the platform (kill -9, power loss), stays on it. At the next start each listed
 deployment is launched again with its launch config and version, and resumes from its
@@ -12,17 +12,20 @@ does not show them as running.
 from __future__ import annotations
 
 import json
+import sys
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 import yaml
 
+from assets.names import REASON_TAG, TABLES, VERSION_TAG, deploy_job_name, deploy_op_name
 from kappa.dagster_api import ACTIVE_STATUSES, DagsterApi
-from kappa.deploy import VERSION_TAG, launch
-from kappa.deployments import deploy_job_name
-from kappa.settings import Settings
-from streaming.atomic_file import write_atomically
+from kappa.deploy import launch
+from streaming.define.registry import pipeline_names
+from streaming.settings import Settings
+from streaming.versions.atomic_file import write_atomically
+from streaming.wait import wait_until
 
 _ACTIVE = """
 query Active($filter: RunsFilter) {
@@ -68,7 +71,7 @@ def _pipeline_of(run: dict[str, Any], pipelines: list[str]) -> str | None:
     selected = [tuple(key["path"]) for key in run.get("assetSelection") or []]
     if run["jobName"].startswith("__ASSET_JOB") and len(selected) == 1:
         kind, *rest = selected[0]
-        if kind == "tables" and len(rest) == 1 and rest[0] in pipelines:
+        if kind == TABLES and len(rest) == 1 and rest[0] in pipelines:
             return rest[0]
     return None
 
@@ -80,25 +83,22 @@ def running_deployments(api: DagsterApi, pipelines: list[str]) -> list[RunningDe
         pipeline = _pipeline_of(run, pipelines)
         if pipeline is None:
             continue
-        step = f"tables__{pipeline}"
+        step = deploy_op_name(pipeline)
         config = (yaml.safe_load(run["runConfigYaml"] or "{}") or {}).get("ops", {}).get(step, {})
         tags = {t["key"]: t["value"] for t in run["tags"] if t["key"].startswith("kappa/")}
         found.append(RunningDeployment(pipeline, run["runId"], {"ops": {step: config}}, tags))
     return found
 
 
-def _file(settings: Settings) -> Path:
-    return settings.run_dir / "deployments.json"
-
-
 def remember(settings: Settings, deployments: list[RunningDeployment]) -> None:
     payload = json.dumps([asdict(d) for d in deployments], indent=1, sort_keys=True)
-    write_atomically(_file(settings), payload)
+    write_atomically(settings.home.running_deployments, payload)
 
 
 def remembered(settings: Settings) -> list[RunningDeployment]:
     try:
-        return [RunningDeployment(**d) for d in json.loads(_file(settings).read_text())]
+        text = settings.home.running_deployments.read_text()
+        return [RunningDeployment(**d) for d in json.loads(text)]
     except FileNotFoundError:
         return []
 
@@ -129,8 +129,52 @@ def resume(
         if f"{deployment.pipeline}__{deployment.version}" in skip:
             continue
         tags = {**deployment.tags, "kappa/resumed_from": deployment.run_id}
-        tags["kappa/reason"] = "resumed after a platform restart"
+        tags[REASON_TAG] = "resumed after a platform restart"
         launched.append(
             (deployment, launch(settings, deployment.pipeline, deployment.run_config, tags))
         )
     return launched
+
+
+def resume_at_start(
+    settings: Settings,
+    api: DagsterApi,
+    started_at: float,
+    skip: set[str],
+    stopping: Callable[[], bool],
+) -> bool:
+    """Once Dagster has loaded the code, mark the previous platform's orphaned runs canceled and
+    relaunch what was running; False if the code never loaded (nothing was relaunched)."""
+    if not wait_until(lambda: stopping() or _code_loaded(api), timeout_s=120) or stopping():
+        return False
+    try:
+        orphans = mark_orphans_canceled(api, started_at)
+        if orphans:
+            print(f"marked {len(orphans)} run(s) of the previous platform as canceled")
+        for deployment, run_id in resume(settings, api, pipeline_names(settings.pipelines), skip):
+            print(
+                f"resumed {deployment.pipeline} {deployment.version or ''} (run {run_id}, was "
+                f"{deployment.run_id})",
+                flush=True,
+            )
+    except Exception as exc:  # the platform still runs; the user can deploy by hand
+        print(f"could not resume the previous deployments: {exc}", file=sys.stderr, flush=True)
+    return True
+
+
+def remember_running(settings: Settings, api: DagsterApi) -> None:
+    """Note the deployments running now; when Dagster does not answer, the last list stays."""
+    try:
+        remember(settings, running_deployments(api, pipeline_names(settings.pipelines)))
+    except Exception:  # Dagster busy or not up yet
+        return
+
+
+def _code_loaded(api: DagsterApi) -> bool:
+    try:
+        data = api.query(
+            "{ repositoriesOrError { __typename ... on RepositoryConnection { nodes { name } } } }"
+        )
+    except Exception:
+        return False
+    return bool(data["repositoriesOrError"].get("nodes"))

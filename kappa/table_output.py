@@ -7,19 +7,17 @@ import sys
 from decimal import Decimal
 from typing import Any, TextIO
 
-from kappa.settings import Settings
-from streaming.deployment import Deployment
-from streaming.live import live_version
-from streaming.pipelines import get_pipeline
-from streaming.table_reader import read_arrow
+from streaming.define.registry import get_pipeline
+from streaming.delta.table_reader import read_arrow
+from streaming.run.deployment import Deployment
+from streaming.settings import Settings
+from streaming.versions.live_pointer import serving_deployment
 
 
 def resolve_deployment(settings: Settings, name: str, version: str | None) -> Deployment:
     """The deployment a reader of ``name`` should see: the given version, else the live one."""
-    pipeline = get_pipeline(name)
-    if version is None:
-        version = live_version(settings.home, pipeline.name) or pipeline.version
-    return Deployment(pipeline.name, version, settings.home)
+    pipeline = get_pipeline(settings.pipelines, name)
+    return serving_deployment(settings.home, pipeline.name, pipeline.version, version)
 
 
 def print_table(
@@ -32,7 +30,7 @@ def print_table(
 ) -> None:
     out = out or sys.stdout
     deployment = resolve_deployment(settings, name, version)
-    key = get_pipeline(name).table.key
+    key = get_pipeline(settings.pipelines, name).table.key
     table = read_arrow(deployment.table_path).sort_by(key)
     if limit is not None:
         table = table.slice(0, limit)

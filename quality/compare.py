@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -57,7 +56,7 @@ def schema_diff(old: DataFrame, new: DataFrame, policy: ComparisonPolicy) -> Sch
         added=tuple(c for c in new_types if c not in old_types),
         removed=tuple(c for c in old_types if c not in new_types),
         type_changed=tuple(
-            TypeChange(c, old_types[c], new_types[c])
+            TypeChange(column=c, old_type=old_types[c], new_type=new_types[c])
             for c in old_types
             if c in new_types and old_types[c] != new_types[c]
         ),
@@ -139,7 +138,7 @@ def compare_tables(
         _lap("examples", mark)
     finally:
         diff.unpersist()
-    counts = {f.name: int(stats[f.name]) for f in fields(KeyCoverage) if f.name in stats}
+    counts = {name: int(stats[name]) for name in KeyCoverage.model_fields if name in stats}
     coverage = KeyCoverage(
         **counts,
         only_old_examples=examples["only_old"],
@@ -164,7 +163,7 @@ def compare_tables(
         new_name=new_name,
         passed=run.success and all(o.success for o in outcomes),
         failures=(),
-        schema=schema,
+        schema_diff=schema,
         coverage=coverage,
         columns=columns,
         distributions=distributions(stats, plan),
@@ -176,4 +175,4 @@ def compare_tables(
         docs_index=run.docs.index if run.docs else None,
         docs_page=run.docs.page if run.docs else None,
     )
-    return replace(result, failures=failure_reasons(result, outcomes))
+    return result.model_copy(update={"failures": failure_reasons(result, outcomes)})

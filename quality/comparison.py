@@ -1,20 +1,28 @@
-"""The result of comparing two versions of one table, as small frozen models of plain values.
-
-Built by :func:`quality.compare.compare_tables`; rendered by :mod:`quality.report`.
+"""The result of comparing two versions of one table, as small frozen pydantic models of plain
+values. Built by :func:`quality.compare.compare_tables`; rendered by :mod:`quality.report`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from quality.outcomes import ExpectationOutcome, MetadataValue, evidence_metadata, find_outcome
+from pydantic import AliasChoices, Field, field_serializer, field_validator
+
+from quality.outcomes import (
+    ExpectationOutcome,
+    MetadataValue,
+    Result,
+    evidence_metadata,
+    find_outcome,
+)
 from quality.rules import ComparisonPolicy
 
+# The checks a comparison's outcomes are grouped into (ExpectationOutcome.group).
+SCHEMA, KEYS, VALUES = "schema", "keys", "values"
+GROUPS = (SCHEMA, KEYS, VALUES)
 
-@dataclass(frozen=True)
-class TypeChange:
+
+class TypeChange(Result):
     """A column whose Spark type differs between the versions."""
 
     column: str
@@ -22,8 +30,7 @@ class TypeChange:
     new_type: str
 
 
-@dataclass(frozen=True)
-class SchemaDiff:
+class SchemaDiff(Result):
     """Columns added, removed or retyped by the new version (ignored columns left out)."""
 
     added: tuple[str, ...] = ()
@@ -35,8 +42,7 @@ class SchemaDiff:
         return not (self.added or self.removed or self.type_changed)
 
 
-@dataclass(frozen=True)
-class KeyCoverage:
+class KeyCoverage(Result):
     """Which keys each version holds, and how many rows.
 
     Attributes:
@@ -73,8 +79,7 @@ class KeyCoverage:
         return self.new_rows / self.old_rows if self.old_rows else None
 
 
-@dataclass(frozen=True)
-class ColumnMatch:
+class ColumnMatch(Result):
     """How often a shared column has the same value for a key in both versions.
 
     Nulls compare null-safely: null in both counts as a match.
@@ -95,8 +100,7 @@ class ColumnMatch:
         return self.compared - self.matched
 
 
-@dataclass(frozen=True)
-class NumericShift:
+class NumericShift(Result):
     """Mean and approximate percentiles of a numeric column in each version."""
 
     column: str
@@ -110,8 +114,7 @@ class NumericShift:
     new_p99: float | None
 
 
-@dataclass(frozen=True)
-class ValueDiff:
+class ValueDiff(Result):
     """One column's old and new value for a key (JSON-ready values)."""
 
     column: str
@@ -119,8 +122,7 @@ class ValueDiff:
     new: Any
 
 
-@dataclass(frozen=True)
-class MismatchRow:
+class MismatchRow(Result):
     """A key whose values differ, with the differing columns side by side."""
 
     key: str
@@ -138,8 +140,7 @@ def _policy_metadata(policy: ComparisonPolicy) -> dict[str, MetadataValue]:
     }
 
 
-@dataclass(frozen=True)
-class ComparisonResult:
+class ComparisonResult(Result):
     """The verdict and evidence of an old-vs-new comparison of one table.
 
     Attributes:
@@ -148,7 +149,7 @@ class ComparisonResult:
         old_name: label of the old version (e.g. ``"v1"``); likewise ``new_name``.
         passed: every expectation held (see ``failures`` otherwise).
         failures: one human-readable reason per failed check.
-        schema: columns added, removed, retyped.
+        schema_diff: columns added, removed, retyped (read from "schema" in older files).
         coverage: keys and rows on each side, duplicates, example keys.
         columns: per-column match rates for keys in both versions.
         distributions: numeric columns' mean and p50/p90/p99, old vs new.
@@ -166,7 +167,7 @@ class ComparisonResult:
     new_name: str
     passed: bool
     failures: tuple[str, ...]
-    schema: SchemaDiff
+    schema_diff: SchemaDiff = Field(validation_alias=AliasChoices("schema_diff", "schema"))
     coverage: KeyCoverage
     columns: tuple[ColumnMatch, ...]
     distributions: tuple[NumericShift, ...]
@@ -197,36 +198,15 @@ class ComparisonResult:
 
     def to_metadata(self) -> dict[str, MetadataValue]:
         """Plain numbers and strings for Dagster asset or check metadata."""
-        cov = self.coverage
         metadata: dict[str, MetadataValue] = {
             "table": self.table,
-            "old": self.old_name,
-            "new": self.new_name,
+            **self._sides_metadata(),
             "passed": self.passed,
             "failures": "\n".join(self.failures),
-            "rows.old": cov.old_rows,
-            "rows.new": cov.new_rows,
-            "row_count_ratio": cov.row_count_ratio if cov.row_count_ratio is not None else "n/a",
-            "keys.in_both": cov.in_both,
-            "keys.only_old": cov.only_old,
-            "keys.only_new": cov.only_new,
-            "keys.dropped_expected": cov.dropped_expected,
-            "duplicate_keys.old": cov.old_duplicate_keys,
-            "duplicate_keys.new": cov.new_duplicate_keys,
-            "schema.added": ", ".join(self.schema.added),
-            "schema.removed": ", ".join(self.schema.removed),
-            "schema.type_changed": ", ".join(
-                f"{t.column}: {t.old_type} -> {t.new_type}" for t in self.schema.type_changed
-            ),
-            "elapsed_s": round(self.elapsed_s, 3),
+            **_keys_metadata(self.coverage),
+            **_schema_metadata(self.schema_diff),
+            **self._values_metadata(),
         }
-        for match in self.columns:
-            metadata[f"match_rate.{match.column}"] = match.match_rate
-        for shift in self.distributions:
-            for stat in ("mean", "p50", "p90", "p99"):
-                for side in ("old", "new"):
-                    value = getattr(shift, f"{side}_{stat}")
-                    metadata[f"{stat}.{shift.column}.{side}"] = "null" if value is None else value
         metadata.update(_policy_metadata(self.policy))
         metadata.update(evidence_metadata(self.outcomes, self.docs_index, self.docs_page))
         return metadata
@@ -237,39 +217,82 @@ class ComparisonResult:
 
         return render_comparison(self)
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready data."""
-        data = {f.name: getattr(self, f.name) for f in fields(self)}
-        for name in ("schema", "coverage"):
-            data[name] = asdict(data[name])
-        for name in ("columns", "distributions", "mismatches"):
-            data[name] = [asdict(item) for item in data[name]]
-        data["outcomes"] = [o.to_dict() for o in self.outcomes]
-        data["policy"] = self.policy.to_dict()
-        data["failures"] = list(self.failures)
-        return data
+    def group_metadata(self, group: str) -> dict[str, MetadataValue]:
+        """The metadata of one check (schema, keys or values): both sides' sizes, then the
+        numbers that check judged and the verdict of each of its expectations."""
+        metadata = self._sides_metadata()
+        policy = _policy_metadata(self.policy)
+        if group == SCHEMA:
+            metadata.update(_schema_metadata(self.schema_diff))
+        elif group == KEYS:
+            metadata.update(_keys_metadata(self.coverage))
+            metadata.update({k: policy[k] for k in _KEYS_POLICY})
+        elif group == VALUES:
+            metadata.update(self._values_metadata())
+            metadata["policy.min_column_match"] = policy["policy.min_column_match"]
+        for outcome in self.outcomes:
+            if outcome.group == group:
+                metadata[f"expectation.{outcome.name}"] = "passed" if outcome.success else "FAILED"
+                if outcome.unexpected_count is not None:
+                    metadata[f"unexpected.{outcome.name}"] = outcome.unexpected_count
+        return metadata
 
+    def _sides_metadata(self) -> dict[str, MetadataValue]:
+        cov = self.coverage
+        return {
+            "old": self.old_name,
+            "new": self.new_name,
+            "rows.old": cov.old_rows,
+            "rows.new": cov.new_rows,
+            "row_count_ratio": cov.row_count_ratio if cov.row_count_ratio is not None else "n/a",
+            "elapsed_s": round(self.elapsed_s, 3),
+        }
+
+    def _values_metadata(self) -> dict[str, MetadataValue]:
+        metadata: dict[str, MetadataValue] = {}
+        for match in self.columns:
+            metadata[f"match_rate.{match.column}"] = match.match_rate
+        for shift in self.distributions:
+            for stat in ("mean", "p50", "p90", "p99"):
+                for side in ("old", "new"):
+                    value = getattr(shift, f"{side}_{stat}")
+                    metadata[f"{stat}.{shift.column}.{side}"] = "null" if value is None else value
+        return metadata
+
+    @field_validator("policy", mode="before")
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ComparisonResult:
-        """Inverse of :meth:`to_dict`."""
-        values = dict(data)
-        schema = data["schema"]
-        values["schema"] = SchemaDiff(
-            added=tuple(schema["added"]),
-            removed=tuple(schema["removed"]),
-            type_changed=tuple(TypeChange(**t) for t in schema["type_changed"]),
-        )
-        coverage = dict(data["coverage"])
-        for name in ("only_old_examples", "only_new_examples"):
-            coverage[name] = tuple(coverage[name])
-        values["coverage"] = KeyCoverage(**coverage)
-        values["columns"] = tuple(ColumnMatch(**c) for c in data["columns"])
-        values["distributions"] = tuple(NumericShift(**d) for d in data["distributions"])
-        values["mismatches"] = tuple(
-            MismatchRow(key=m["key"], diffs=tuple(ValueDiff(**d) for d in m["diffs"]))
-            for m in data["mismatches"]
-        )
-        values["outcomes"] = tuple(ExpectationOutcome.from_dict(o) for o in data["outcomes"])
-        values["policy"] = ComparisonPolicy.from_dict(data["policy"])
-        values["failures"] = tuple(data["failures"])
-        return cls(**values)
+    def _read_policy(cls, value: Any) -> Any:
+        return ComparisonPolicy.from_dict(value) if isinstance(value, dict) else value
+
+    @field_serializer("policy")
+    def _write_policy(self, policy: ComparisonPolicy) -> dict[str, Any]:
+        return policy.to_dict()
+
+
+_KEYS_POLICY = (
+    "policy.min_key_overlap",
+    "policy.expected_changed_columns",
+    "policy.expected_dropped_keys",
+    "policy.expected_added_keys",
+)
+
+
+def _schema_metadata(schema: SchemaDiff) -> dict[str, MetadataValue]:
+    return {
+        "schema.added": ", ".join(schema.added),
+        "schema.removed": ", ".join(schema.removed),
+        "schema.type_changed": ", ".join(
+            f"{t.column}: {t.old_type} -> {t.new_type}" for t in schema.type_changed
+        ),
+    }
+
+
+def _keys_metadata(cov: KeyCoverage) -> dict[str, MetadataValue]:
+    return {
+        "keys.in_both": cov.in_both,
+        "keys.only_old": cov.only_old,
+        "keys.only_new": cov.only_new,
+        "keys.dropped_expected": cov.dropped_expected,
+        "duplicate_keys.old": cov.old_duplicate_keys,
+        "duplicate_keys.new": cov.new_duplicate_keys,
+    }

@@ -4,12 +4,13 @@ GE's cross-table expectations are SQL-only, so the verdict on a new version is e
 the diff frame (:mod:`quality.diff_frame`): its column set (the schema), the type of each new
 column, ``_old_rows``/``_new_rows`` at most 1 (each side compacted), ``_old_key_in_new`` and
 ``_new_key_in_old`` true for ``mostly`` of the keys (coverage), and
-``ExpectColumnPairValuesToBeEqual(old__c, new__c)`` on keys in both versions (values).
+``ExpectColumnPairValuesToBeEqual(old__c, new__c)`` on keys in both versions (values). Each
+check carries its group (schema, keys or values), and so does its outcome.
 """
 
 from __future__ import annotations
 
-from quality.comparison import ComparisonResult, SchemaDiff
+from quality.comparison import KEYS, SCHEMA, VALUES, ComparisonResult, SchemaDiff
 from quality.diff_frame import NEW, OLD, STATUS, DiffPlan
 from quality.errors import SpecError
 from quality.formatting import pct
@@ -41,30 +42,35 @@ def diff_checks(plan: DiffPlan, policy: ComparisonPolicy, old_types: dict[str, s
             "new has the old columns, except declared changes",
             "ExpectTableColumnsToMatchSet",
             {"column_set": column_set, "exact_match": True},
+            group=SCHEMA,
         ),
         Check(
             "unique_old",
             "each key at most once in old",
             "ExpectColumnValuesToBeBetween",
             {"column": "_old_rows", "max_value": 1},
+            group=KEYS,
         ),
         Check(
             "unique_new",
             "each key at most once in new",
             "ExpectColumnValuesToBeBetween",
             {"column": "_new_rows", "max_value": 1},
+            group=KEYS,
         ),
         Check(
             "old_keys_in_new",
             "old keys present in new",
             "ExpectColumnValuesToBeInSet",
             {"column": "_old_key_in_new", "value_set": [True], "mostly": overlap},
+            group=KEYS,
         ),
         Check(
             "new_keys_in_old",
             "new keys present in old",
             "ExpectColumnValuesToBeInSet",
             {"column": "_new_key_in_old", "value_set": [True], "mostly": overlap},
+            group=KEYS,
         ),
     ]
     for column in plan.new_columns:
@@ -76,6 +82,7 @@ def diff_checks(plan: DiffPlan, policy: ComparisonPolicy, old_types: dict[str, s
                     f"{column} is still {class_name}",
                     "ExpectColumnValuesToBeOfType",
                     {"column": NEW + column, "type_": class_name},
+                    group=SCHEMA,
                 )
             )
     for column in plan.compared:
@@ -92,6 +99,7 @@ def diff_checks(plan: DiffPlan, policy: ComparisonPolicy, old_types: dict[str, s
                     "ignore_row_if": "neither",
                 },
                 where=(STATUS, "both"),
+                group=VALUES,
             )
         )
     return checks
@@ -122,7 +130,9 @@ def exact_type_failures(
             continue
         description = f"{change.column} is still {change.old_type}"
         outcomes.append(
-            spark_type_outcome(change.column, change.old_type, change.new_type, description)
+            spark_type_outcome(
+                change.column, change.old_type, change.new_type, description, group=SCHEMA
+            )
         )
     return tuple(outcomes)
 
@@ -140,8 +150,8 @@ def failure_reasons(
         if outcome.error:
             messages.append(outcome.reason())
         elif name == "columns":
-            removed = [c for c in result.schema.removed if c not in declared]
-            added = [c for c in result.schema.added if c not in declared]
+            removed = [c for c in result.schema_diff.removed if c not in declared]
+            added = [c for c in result.schema_diff.added if c not in declared]
             hint = " (a rename?)" if removed and added else ""
             removed_text, added_text = ", ".join(removed) or "none", ", ".join(added) or "none"
             messages.append(
@@ -150,7 +160,7 @@ def failure_reasons(
             )
         elif name.startswith(("type(", "spark_type(")):
             column = name[name.index("(") + 1 : -1]
-            change = next((t for t in result.schema.type_changed if t.column == column), None)
+            change = next((t for t in result.schema_diff.type_changed if t.column == column), None)
             if change is None:
                 messages.append(outcome.reason())
                 continue

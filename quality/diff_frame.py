@@ -240,7 +240,7 @@ def top_mismatches(
     result = []
     for row in rows:
         diffs = tuple(
-            ValueDiff(c, jsonable(row[f"{OLD}{c}"]), jsonable(row[f"{NEW}{c}"]))
+            ValueDiff(column=c, old=jsonable(row[f"{OLD}{c}"]), new=jsonable(row[f"{NEW}{c}"]))
             for c in plan.compared
             if row[f"{OLD}{c}"] != row[f"{NEW}{c}"]
         )

@@ -12,7 +12,7 @@ import datetime as dt
 import importlib
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -56,6 +56,7 @@ class Check:
         kwargs: the expectation's arguments.
         where: ``(column, value)``: judge only rows whose column equals value (a GE row
             condition), e.g. ``("_status", "both")``.
+        group: which check of a comparison it belongs to (its outcome carries it).
     """
 
     name: str
@@ -63,6 +64,7 @@ class Check:
     expectation: str
     kwargs: Mapping[str, Any] = field(default_factory=dict)
     where: tuple[str, Any] | None = None
+    group: str | None = None
 
 
 @dataclass(frozen=True)
@@ -120,10 +122,11 @@ def run_checks(
         evidence, _ = _validate(context, df, again, f"{suite_name}.evidence", full)
         found = {o.name: o for o in _outcomes(evidence, again, key_column, df)}
         outcomes = [
-            replace(
-                o,
-                unexpected_examples=found[o.name].unexpected_examples,
-                unexpected_keys=found[o.name].unexpected_keys,
+            o.model_copy(
+                update={
+                    "unexpected_examples": found[o.name].unexpected_examples,
+                    "unexpected_keys": found[o.name].unexpected_keys,
+                }
             )
             if o.name in found
             else o
@@ -276,4 +279,5 @@ def _outcome(
         ),
         unexpected_keys=keys[:EXAMPLES],
         error=_error(res.exception_info, kwargs, present),
+        group=check.group if check else None,
     )

@@ -1,23 +1,30 @@
-"""Results of one table's validation, as small frozen models of plain values.
+"""Results of one table's validation, as small frozen pydantic models of plain values.
 
 A Great Expectations validation result is large and tied to GE's classes; these models keep
 the numbers a person or a Dagster asset check needs (counts, percentages, a few example values
-and keys) and survive a JSON round trip (:mod:`quality.report`).
+and keys) and survive a JSON round trip (``model_dump(mode="json")`` / ``model_validate``, used
+by :mod:`quality.report`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict
 
 from quality.formatting import pct, show
 
 MetadataValue = str | int | float | bool
 
 
-@dataclass(frozen=True)
-class ExpectationOutcome:
+class Result(BaseModel):
+    """A frozen result model: plain values, validated on the way in, JSON on the way out."""
+
+    model_config = ConfigDict(frozen=True)
+
+
+class ExpectationOutcome(Result):
     """The evidence of one expectation: did it pass, on how many values, with which examples.
 
     Attributes:
@@ -36,6 +43,8 @@ class ExpectationOutcome:
         unexpected_keys: the keys of a few failing rows, as strings.
         error: the exception message when the check itself could not run.
         source: ``"great_expectations"``, or ``"spark_schema"`` for checks GE cannot express.
+        group: the check of a comparison this evidence belongs to (``quality.diff_checks``:
+            schema, keys or values); None for a table's suite.
     """
 
     name: str
@@ -53,6 +62,7 @@ class ExpectationOutcome:
     unexpected_keys: tuple[str, ...] = ()
     error: str | None = None
     source: str = "great_expectations"
+    group: str | None = None
 
     @property
     def checked_count(self) -> int | None:
@@ -92,28 +102,13 @@ class ExpectationOutcome:
             text += f"; e.g. {', '.join(self.unexpected_examples[:3])}"
         return text
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready data."""
-        data = asdict(self)
-        data["unexpected_examples"] = list(self.unexpected_examples)
-        data["unexpected_keys"] = list(self.unexpected_keys)
-        return data
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ExpectationOutcome:
-        """Inverse of :meth:`to_dict`."""
-        known = {f.name for f in fields(cls)}
-        values = {k: v for k, v in data.items() if k in known}
-        values["unexpected_examples"] = tuple(values.get("unexpected_examples", ()))
-        values["unexpected_keys"] = tuple(values.get("unexpected_keys", ()))
-        return cls(**values)
-
 
 def spark_type_outcome(
-    column: str, expected: str, observed: str, description: str
+    column: str, expected: str, observed: str, description: str, group: str | None = None
 ) -> ExpectationOutcome:
     """The outcome of comparing a column's exact Spark type, a check GE cannot express."""
     return ExpectationOutcome(
+        group=group,
         name=f"spark_type({column})",
         expectation_type="spark_type_equals",
         success=observed == expected,
@@ -158,8 +153,7 @@ def evidence_metadata(
     return metadata
 
 
-@dataclass(frozen=True)
-class TableValidation:
+class TableValidation(Result):
     """The result of validating one table against its :class:`~quality.rules.TableSpec`.
 
     Attributes:
@@ -207,16 +201,3 @@ class TableValidation:
         }
         metadata.update(evidence_metadata(self.outcomes, self.docs_index, self.docs_page))
         return metadata
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready data."""
-        data = {f.name: getattr(self, f.name) for f in fields(self)}
-        data["outcomes"] = [o.to_dict() for o in self.outcomes]
-        return data
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> TableValidation:
-        """Inverse of :meth:`to_dict`."""
-        values = dict(data)
-        values["outcomes"] = tuple(ExpectationOutcome.from_dict(o) for o in data["outcomes"])
-        return cls(**values)

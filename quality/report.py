@@ -12,6 +12,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from quality.comparison import ComparisonResult
 from quality.errors import ResultFileError
 from quality.formatting import jsonable, pct, show, table
@@ -94,7 +96,7 @@ def _coverage(result: ComparisonResult) -> list[str]:
 
 
 def _schema(result: ComparisonResult) -> list[str]:
-    schema = result.schema
+    schema = result.schema_diff
     if schema.is_empty:
         return ["Schema: unchanged"]
     declared = result.policy.expected_changed_columns
@@ -200,7 +202,8 @@ def save_result(path: str | Path, result: Result) -> Path:
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    document = {"kind": _kind(result), "version": FORMAT_VERSION, "result": result.to_dict()}
+    data = result.model_dump(mode="json")
+    document = {"kind": _kind(result), "version": FORMAT_VERSION, "result": data}
     text = json.dumps(jsonable(document), indent=2, sort_keys=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
@@ -233,7 +236,7 @@ def load_result(path: str | Path) -> Result:
         msg = f"{target} is not a quality result file (format version {FORMAT_VERSION})"
         raise ResultFileError(msg)
     try:
-        return _KINDS[kind].from_dict(document["result"])
-    except (KeyError, TypeError) as exc:
+        return _KINDS[kind].model_validate(document["result"])
+    except (KeyError, TypeError, ValidationError) as exc:
         msg = f"{target} holds an incomplete {kind} result ({exc}); run the check again"
         raise ResultFileError(msg) from None

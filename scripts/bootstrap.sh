@@ -25,8 +25,8 @@ if ! { [ -f "$stamp" ] && [ "$stamp" -nt pyproject.toml ] && [ -x .venv/bin/kapp
   touch "$stamp"
 fi
 
-# The Spark driver's class archive (streaming/jvm_archive.py): halves SparkSession start-up.
+# The Spark driver's class archive (streaming/run/jvm_archive.py): halves SparkSession start-up.
 # Built once per Java + Spark installation, under ~/.cache/kappa/jvm (about 40 s, 170 MB).
-if ! .venv/bin/python -m streaming.jvm_archive --if-missing; then
+if ! .venv/bin/python -m streaming.run.jvm_archive --if-missing; then
   echo "bootstrap: could not build the JVM class archive; Spark will start without it" >&2
 fi

@@ -1,6 +1,6 @@
-"""``python -m streaming run PIPELINE``: run one deployment without Dagster (see streaming.cli)."""
+"""``python -m streaming run PIPELINE``: run one deployment without Dagster."""
 
-from streaming.cli import main
+from streaming.run.job import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -5,42 +5,20 @@ Tests never write into the working tree: every platform home is a pytest tmp_pat
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from kappa.broker import EmbeddedBroker
-from kappa.settings import Settings, load_settings
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def make_settings(home: Path, broker_port: int | None = None, **overrides: object) -> Settings:
-    port = broker_port or free_port()
-    values = {
-        "home": str(home),
-        "broker.port": port,
-        "kafka.bootstrap_servers": f"127.0.0.1:{port}",
-        "spark.master": "local[2]",
-        "dagster.port": free_port(),
-        # Durability is not what most tests are about: the memory engine starts in milliseconds.
-        "broker.storage": "memory",
-        "object_store.port": free_port(),
-        **overrides,
-    }
-    return load_settings(env={}, overrides=values)
+from kappa.testing.settings import private_settings
+from streaming.settings import Settings
 
 
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
     """Settings with a private home and a private (not yet started) broker port."""
-    return make_settings(tmp_path / "home")
+    return private_settings(tmp_path / "home")
 
 
 @pytest.fixture
@@ -55,9 +33,11 @@ def broker(settings: Settings) -> Iterator[EmbeddedBroker]:
 
 
 @pytest.fixture(scope="session")
-def spark():  # type: ignore[no-untyped-def]
-    from streaming.spark_session import build_spark_session
+def spark(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """One SparkSession for the whole test session, with the platform's settings."""
+    from streaming.run.spark_session import build_spark_session
 
-    session = build_spark_session("local[2]", {"spark.ui.showConsoleProgress": "false"})
+    home = tmp_path_factory.mktemp("spark-home")
+    session = build_spark_session(private_settings(home).spark, app_name="kappa-tests")
     yield session
     session.stop()

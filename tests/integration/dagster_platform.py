@@ -12,11 +12,12 @@ from dagster_graphql import DagsterGraphQLClient
 from kappa.broker import EmbeddedBroker
 from kappa.dagster_api import DagsterApi
 from kappa.platform_up import dagster_dev
-from kappa.processes import ManagedProcess, wait_until
-from kappa.settings import Settings
-from streaming.deployment import Deployment
-from streaming.lock import DeploymentLock
-from tests.conftest import make_settings
+from kappa.processes import ManagedProcess
+from kappa.testing.settings import private_settings
+from streaming.run.deployment import Deployment
+from streaming.run.lock import DeploymentLock
+from streaming.settings import Settings
+from streaming.wait import wait_until
 
 
 @dataclass
@@ -48,15 +49,16 @@ class Platform:
 
 
 @contextmanager
-def running_platform(home: Path) -> Iterator[Platform]:
-    settings = make_settings(home)
+def running_platform(home: Path, **overrides: object) -> Iterator[Platform]:
+    """``overrides``: dotted settings, e.g. ``pipelines`` for a user's pipeline modules."""
+    settings = private_settings(home, **overrides)
     broker = EmbeddedBroker(settings)
     broker.start()
     dagster = dagster_dev(settings).start()
     try:
         api = DagsterApi(settings, timeout_s=5)
         assert wait_until(lambda: _ready(api), timeout_s=120, interval_s=0.5), (
-            settings.logs_dir / "dagster.log"
+            settings.home.log("dagster")
         ).read_text()[-3000:]
         client = DagsterGraphQLClient("127.0.0.1", port_number=settings.dagster.port)
         yield Platform(settings, dagster, api, client)

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from dagster import DagsterInstance
 
-from kappa.processes import wait_until
-from kappa.settings import REPO_ROOT
+from kappa.testing.producing import send, transactions
+from streaming.settings import REPO_ROOT
+from streaming.wait import wait_until
 from tests.integration.dagster_platform import running_platform
-from tests.producing import send, transactions
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -102,7 +102,7 @@ def test_launch_and_terminate_a_streaming_asset_from_the_ui(tmp_path, artifacts)
             assert platform.holder_pid("customer_spend") is None
             # Dagster marks an interrupted step "up for retry" when it has a retry policy, but a
             # canceled run never retries: exactly one streaming process ran, and nothing failed.
-            with DagsterInstance.from_config(str(platform.settings.home / "dagster")) as instance:
+            with DagsterInstance.from_config(str(platform.settings.home.dagster)) as instance:
                 logs = instance.all_logs(run.run_id)
             kinds = {e.dagster_event.event_type_value for e in logs if e.dagster_event}
             starts = [e for e in logs if "streaming process" in (e.message or "")]

@@ -10,9 +10,9 @@ from decimal import Decimal
 
 import pytest
 
-from kappa.settings import REPO_ROOT
-from tests.producing import customer_changes, send, transactions
-from tests.reference import customers_state, replay, spend_state
+from kappa.testing.producing import customer_changes, send, transactions
+from kappa.testing.reference import customers_state, replay, spend_state
+from streaming.settings import REPO_ROOT
 
 
 def kappa(settings, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:  # type: ignore[no-untyped-def]

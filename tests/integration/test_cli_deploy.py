@@ -8,13 +8,13 @@ import sys
 
 import pytest
 
-from kappa.processes import wait_until
-from kappa.settings import REPO_ROOT, Settings
-from streaming.deployment import Deployment
+from kappa.testing.producing import customer_changes, send
+from kappa.testing.reference import customers_state, replay
+from streaming.run.deployment import Deployment
+from streaming.settings import REPO_ROOT, Settings
+from streaming.wait import wait_until
 from tests.integration.dagster_platform import running_platform
 from tests.integration.helpers import table_rows
-from tests.producing import customer_changes, send
-from tests.reference import customers_state, replay
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

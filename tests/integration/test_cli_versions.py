@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kappa.cli import main
-from tests.producing import Out, customer_changes, send
+from kappa.testing.producing import Out, customer_changes, send
 
 pytestmark = pytest.mark.integration
 

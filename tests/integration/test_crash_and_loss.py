@@ -9,14 +9,14 @@ import sys
 
 import pytest
 
-from kappa.processes import wait_until
-from kappa.settings import REPO_ROOT
-from streaming.deployment import Deployment
+from kappa.testing.producing import send, transactions
+from kappa.testing.reference import replay, spend_state
+from streaming.delta.table_reader import commits
 from streaming.errors import DataLossError
-from streaming.table_reader import commits
+from streaming.run.deployment import Deployment
+from streaming.settings import REPO_ROOT
+from streaming.wait import wait_until
 from tests.integration.helpers import run_until_caught_up, table_rows
-from tests.producing import send, transactions
-from tests.reference import replay, spend_state
 
 pytestmark = pytest.mark.integration
 

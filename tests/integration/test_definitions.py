@@ -10,15 +10,15 @@ import pytest
 from dagster import AssetKey, DagsterInstance, materialize
 
 from assets.definitions import defs
-from assets.resources import KappaSettings
-from kappa.settings import REPO_ROOT
+from assets.resources import KappaSettings, spark_resource
+from kappa.testing.producing import customer_changes, send
+from kappa.testing.reference import customers_state, replay
+from streaming.settings import REPO_ROOT
 from tests.integration.helpers import table_rows
-from tests.producing import customer_changes, send
-from tests.reference import customers_state, replay
 
 
 def test_definitions_load_with_topics_upstream_of_tables():
-    graph = defs.resolve_asset_graph()
+    graph = defs().resolve_asset_graph()
     keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
     assert {
         "kafka/customers",
@@ -46,8 +46,11 @@ def test_stdlib_platform_module_is_not_shadowed():
 @pytest.mark.integration
 def test_materializing_a_table_runs_the_pipeline_and_reports_metadata(settings, broker, tmp_path):
     send(settings, customer_changes(2000, seed=12))
+    definitions = defs()
     table = next(
-        a for a in defs.assets if getattr(a, "key", None) == AssetKey(["tables", "customers"])
+        a
+        for a in definitions.assets
+        if getattr(a, "key", None) == AssetKey(["tables", "customers"])
     )
     import os
 
@@ -56,13 +59,13 @@ def test_materializing_a_table_runs_the_pipeline_and_reports_metadata(settings, 
         instance = DagsterInstance.ephemeral()
         check = next(
             c
-            for c in defs.asset_checks
+            for c in definitions.asset_checks
             if any(k.name == "quality_suite" and k.asset_key == table.key for k in c.check_keys)
         )
         result = materialize(
             [table, check],
             instance=instance,
-            resources={"kappa": KappaSettings(home=str(settings.home))},
+            resources=_resources(settings),
             run_config={"ops": {"tables__customers": {"config": {"mode": "until_caught_up"}}}},
         )
     finally:
@@ -86,3 +89,7 @@ def test_materializing_a_table_runs_the_pipeline_and_reports_metadata(settings, 
     assert check_meta["row_count"] == len(expected)
     assert check_meta["expectations_failed"] == 0
     assert Path(check_meta["data_docs_index"]).exists()
+
+
+def _resources(settings):  # type: ignore[no-untyped-def]
+    return {"kappa": KappaSettings(home=str(settings.home)), "spark": spark_resource(settings)}

@@ -15,6 +15,7 @@ import pytest
 
 from bench.faults import render
 from bench.faults_checks import IN_DELTA_COMMIT
+from bench.faults_process import disk_fault, kills
 from bench.faults_run import FaultRun
 
 pytestmark = pytest.mark.integration
@@ -27,14 +28,16 @@ def test_kills_poison_and_a_read_only_disk_lose_and_duplicate_nothing(tmp_path):
         run.start()  # mounts the home's disk: known from here whether it can turn read-only
         if run.disk.mode == "none":
             pytest.fail("no way to make the home read-only here (needs a tmpfs mount or non-root)")
-        kills = run.kills(3, targets=("random moment", "Delta commit", "before checkpoint commit"))
-        run.disk_fault("read-only")
+        killed = kills(
+            run, 3, targets=("random moment", "Delta commit", "before checkpoint commit")
+        )
+        disk_fault(run, "read-only")
         run.finish()
     finally:
         run.close()
     table = render(run.rows)
     failed = {row.fault: row.details for row in run.rows if not row.passed}
     assert not failed, f"{table}\n{json.dumps(failed, indent=1, default=str)[:6000]}"
-    assert kills.details["phases"].get(IN_DELTA_COMMIT, 0) >= 1, table
+    assert killed.details["phases"].get(IN_DELTA_COMMIT, 0) >= 1, table
     poison = next(row for row in run.rows if row.fault.startswith("poison"))
     assert poison.count > 0 and poison.details["verdict"]["dead_letters"] == poison.count, table

@@ -8,9 +8,9 @@ import time
 import pytest
 from confluent_kafka import Producer
 
-from kappa.topics import ensure_topics
-from streaming.kafka_log import KafkaLog
-from tests.producing import Out, send
+from kappa.testing.producing import Out, send
+from streaming.kafka.admin import ensure_topics
+from streaming.kafka.log import KafkaLog
 
 pytestmark = pytest.mark.integration
 
@@ -37,6 +37,25 @@ def test_bounds_follow_the_log_and_show_a_log_the_broker_lost(settings, broker):
         assert latest["t"] == {0: 50, 1: 50, 2: 0, 3: 0}
         assert earliest["t"] == {0: 0, 1: 0, 2: 0, 3: 0}
         assert time.monotonic() - started < 8
+
+
+def test_list_offsets_is_exact_when_every_record_is_its_own_batch(settings, broker):
+    ensure_topics(settings, ["t"])
+    send(settings, _records(400, "a"), linger_ms=0, batch_records=1)
+    client = settings.kafka.client_config()
+    with KafkaLog(client, ends_by_fetch=False) as listing, KafkaLog(client) as probing:
+        expected = {0: 200, 1: 200, 2: 0, 3: 0}
+        assert listing.latest(["t"])["t"] == expected == probing.latest(["t"])["t"]
+        assert listing.bounds(["t"]) == ({"t": dict.fromkeys(range(4), 0)}, {"t": expected})
+
+
+def test_the_embedded_profile_measures_ends_the_broker_lists_too_short(settings, broker):
+    ensure_topics(settings, ["t"])
+    send(settings, _records(600, "a"), linger_ms=100)  # record batches of many records
+    client = settings.kafka.client_config()
+    with KafkaLog(client, ends_by_fetch=False) as listing, KafkaLog(client) as probing:
+        assert sum(probing.latest(["t"])["t"].values()) == 600
+        assert sum(listing.latest(["t"])["t"].values()) < 600  # tansu's ListOffsets
 
 
 class _SteadyProducer(threading.Thread):

@@ -7,13 +7,13 @@ import uuid
 
 import pytest
 
-from kappa.topics import ensure_topics
+from kappa.testing.producing import Out, send
 from streaming.errors import DataLossError
-from streaming.kafka_log import KafkaLog
-from streaming.kafka_reader import read_ranges
-from streaming.kafka_source import FORMAT
-from streaming.offsets import PartitionRange
-from tests.producing import Out, send
+from streaming.kafka.admin import ensure_topics
+from streaming.kafka.log import KafkaLog
+from streaming.kafka.offsets import PartitionRange
+from streaming.kafka.reader import read_ranges
+from streaming.kafka.source import FORMAT
 
 pytestmark = pytest.mark.integration
 
@@ -52,6 +52,20 @@ def _collect(spark, settings, checkpoint, tasks=None, **options):  # type: ignor
 
 def _records(topic: str, n: int, prefix: str = "") -> list[Out]:
     return [Out(topic, f"{prefix}{i % 37}".encode(), f"{prefix}v{i}".encode()) for i in range(n)]
+
+
+def test_the_kafka_profile_reads_every_record_with_list_offsets(spark, settings, broker, tmp_path):
+    send(settings, _records("u", 2_000), linger_ms=0, batch_records=1)  # exact ListOffsets
+    rows, _ = _collect(
+        spark,
+        settings,
+        tmp_path / "cp",
+        subscribe="u",
+        startingOffsets="earliest",
+        maxOffsetsPerTrigger="700",
+        brokerProfile="kafka",
+    )
+    assert sorted(v for *_, v in rows) == sorted(f"v{i}".encode() for i in range(2_000))
 
 
 def test_reads_every_record_exactly_despite_batching_producers(spark, settings, broker, tmp_path):

@@ -10,12 +10,12 @@ import psutil
 import pytest
 
 from kappa.deployments import deployment_statuses, latest_event
-from kappa.processes import wait_until
-from streaming.deployment import Deployment
-from streaming.table_reader import read_arrow
+from kappa.testing.producing import send, transactions
+from kappa.testing.reference import replay, spend_state, table_state
+from streaming.delta.table_reader import read_arrow
+from streaming.run.deployment import Deployment
+from streaming.wait import wait_until
 from tests.integration.dagster_platform import running_platform
-from tests.producing import send, transactions
-from tests.reference import replay, spend_state, table_state
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

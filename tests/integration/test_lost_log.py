@@ -11,10 +11,10 @@ import pytest
 
 from kappa.broker import EmbeddedBroker
 from kappa.log_check import EXIT_LOG_LOST, find_shortfalls
-from kappa.settings import REPO_ROOT, Settings
-from streaming.deployment import Deployment
+from kappa.testing.producing import customer_changes, send
+from streaming.run.deployment import Deployment
+from streaming.settings import REPO_ROOT, Settings
 from tests.integration.helpers import run_until_caught_up
-from tests.producing import customer_changes, send
 
 pytestmark = pytest.mark.integration
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from streaming.deployment import Deployment
-from streaming.table_reader import commits
+from kappa.testing.producing import Out, customer_changes, send, transactions
+from kappa.testing.reference import customers_state, replay, spend_state
+from streaming.delta.table_reader import commits
+from streaming.run.deployment import Deployment
 from tests.integration.helpers import run_until_caught_up, table_rows
-from tests.producing import Out, customer_changes, send, transactions
-from tests.reference import customers_state, replay, spend_state
 
 pytestmark = pytest.mark.integration
 

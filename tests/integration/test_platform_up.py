@@ -13,10 +13,10 @@ from dagster_graphql import DagsterGraphQLClient
 
 from kappa.broker import EmbeddedBroker
 from kappa.dagster_api import DagsterApi
-from kappa.processes import wait_until
-from kappa.settings import REPO_ROOT
-from streaming.deployment import Deployment
-from streaming.lock import DeploymentLock
+from streaming.run.deployment import Deployment
+from streaming.run.lock import DeploymentLock
+from streaming.settings import REPO_ROOT
+from streaming.wait import wait_until
 from tests.integration.dagster_platform import _ready
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -39,7 +39,7 @@ def test_ctrl_c_stops_runs_then_every_process(settings, tmp_path):
         """What `kappa up` printed and the tails of the logs of what it started."""
         parts = [f"kappa up (exit {up.poll()}):\n{out_file.read_text(errors='replace')[-3000:]}"]
         for name in ("dagster.log", "producer.log"):
-            log = settings.logs_dir / name
+            log = settings.home.logs / name
             if log.exists():
                 parts.append(f"{name}:\n{log.read_text(errors='replace')[-3000:]}")
         return "\n".join(parts)

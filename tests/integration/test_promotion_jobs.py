@@ -10,13 +10,14 @@ from dagster import AssetCheckKey, AssetKey, DagsterInstance
 from pyspark.sql import functions as F
 
 from assets.definitions import defs
-from assets.resources import KappaSettings
+from assets.resources import KappaSettings, spark_resource
+from kappa.testing.producing import customer_changes, send
 from quality.rules import ComparisonPolicy
-from streaming.deployment import Deployment
-from streaming.live import history, live_version, switch
-from streaming.pipelines import get_pipeline, registry
-from streaming.runner import PipelineRunner, RunOptions
-from tests.producing import customer_changes, send
+from streaming.define.registry import get_pipeline, registry
+from streaming.run.deployment import Deployment
+from streaming.run.options import RunOptions
+from streaming.run.runner import PipelineRunner
+from streaming.versions.live_pointer import history, live_version, switch
 
 pytestmark = pytest.mark.integration
 
@@ -28,13 +29,13 @@ def _run(spark, settings, pipeline) -> None:  # type: ignore[no-untyped-def]
         spark,
         pipeline,
         Deployment(pipeline.name, pipeline.version, settings.home),
-        settings.kafka.client_config(),
-        RunOptions(report_every_s=3600),
+        settings,
+        RunOptions(mode="until_caught_up", report_every_s=3600),
     ).run()
 
 
 def _broken_emails(records):  # type: ignore[no-untyped-def]
-    from streaming.pipelines.customers import transform
+    from pipelines.customers import transform
 
     rows = transform(records)
     broken = F.when(F.col("customer_id") < "k00030", F.lit("broken@example.com"))
@@ -42,23 +43,27 @@ def _broken_emails(records):  # type: ignore[no-untyped-def]
 
 
 def _upper_names(records):  # type: ignore[no-untyped-def]
-    from streaming.pipelines.customers import transform
+    from pipelines.customers import transform
 
     return transform(records).withColumn("name", F.upper("name"))
 
 
 def _promote(settings, instance, version):  # type: ignore[no-untyped-def]
-    return defs.get_job_def("promote_version").execute_in_process(
-        run_config={
-            "ops": {
-                "compare_and_promote": {
-                    "config": {"pipeline": "customers", "version": version, "wait_s": 120}
+    return (
+        defs()
+        .get_job_def("promote_version")
+        .execute_in_process(
+            run_config={
+                "ops": {
+                    "compare_and_promote": {
+                        "config": {"pipeline": "customers", "version": version, "wait_s": 120}
+                    }
                 }
-            }
-        },
-        instance=instance,
-        resources={"kappa": KappaSettings(home=str(settings.home))},
-        raise_on_error=False,
+            },
+            instance=instance,
+            resources=_resources(settings),
+            raise_on_error=False,
+        )
     )
 
 
@@ -71,14 +76,14 @@ def _check(instance, name):  # type: ignore[no-untyped-def]
 def test_buggy_candidate_is_refused_and_declared_change_is_promoted(
     spark, settings, broker, monkeypatch
 ):
-    v1 = get_pipeline("customers")
+    v1 = get_pipeline(settings.pipelines, "customers")
     send(settings, customer_changes(1500, seed=60))
     _run(spark, settings, v1)
     switch(settings.home, "customers", "v1", "first deployment")
 
     # v3 breaks the email of ~10% of the customers; it follows v1's commits, so they compare
     v3 = dataclasses.replace(v1, version="v3", transform=_broken_emails)
-    monkeypatch.setitem(registry(), "customers", v3)
+    monkeypatch.setitem(registry(settings.pipelines), "customers", v3)
     _run(spark, settings, v3)
     instance = DagsterInstance.ephemeral()
     result = _promote(settings, instance, "v3")
@@ -102,7 +107,7 @@ def test_buggy_candidate_is_refused_and_declared_change_is_promoted(
         transform=_upper_names,
         comparison=ComparisonPolicy(expected_changed_columns=frozenset({"name"})),
     )
-    monkeypatch.setitem(registry(), "customers", v4)
+    monkeypatch.setitem(registry(settings.pipelines), "customers", v4)
     _run(spark, settings, v4)
     result = _promote(settings, instance, "v4")
     assert result.success
@@ -111,3 +116,7 @@ def test_buggy_candidate_is_refused_and_declared_change_is_promoted(
     assert (last.from_version, last.to_version) == ("v1", "v4")
     assert last.comparison and last.comparison["passed"] and last.comparison["at_offsets"]
     assert _check(instance, "candidate_values").passed
+
+
+def _resources(settings):  # type: ignore[no-untyped-def]
+    return {"kappa": KappaSettings(home=str(settings.home)), "spark": spark_resource(settings)}

@@ -19,15 +19,15 @@ from typing import Any
 import pytest
 from dagster import AssetCheckKey, AssetKey, DagsterInstance
 
-from kappa.processes import wait_until
-from kappa.promotion import comparison_offsets
-from streaming import offsets as off
-from streaming.deployment import Deployment
-from streaming.live import history, live_table_path, live_version
-from streaming.table_reader import commits, last_end_offsets, read_arrow
+from kappa.testing.producing import customer_changes, send
+from kappa.testing.reference import Record, customers_state, replay, table_state
+from streaming.delta.table_reader import commits, last_end_offsets, read_arrow
+from streaming.kafka import offsets as off
+from streaming.run.deployment import Deployment
+from streaming.versions.live_pointer import history, live_table_path, live_version
+from streaming.versions.promotion import comparison_offsets
+from streaming.wait import wait_until
 from tests.integration.dagster_platform import Platform, running_platform
-from tests.producing import customer_changes, send
-from tests.reference import Record, customers_state, replay, table_state
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -38,7 +38,7 @@ from dataclasses import replace
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from streaming.pipelines import customers as base
+from pipelines import customers as base
 
 VERSION = "{version}"
 
@@ -63,22 +63,21 @@ def code_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     package.mkdir()
     (package / "__init__.py").write_text("")
     (package / "customers.py").write_text(V1)
-    saved = {k: os.environ.get(k) for k in ("PYTHONPATH", "KAPPA_PIPELINES")}
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), saved["PYTHONPATH"]) if p)
-    os.environ["KAPPA_PIPELINES"] = MODULE
+    saved = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), saved) if p)
     try:
         yield package
     finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+        if saved is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = saved
 
 
 @pytest.fixture(scope="module")
 def platform(code_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Platform]:
-    with running_platform(tmp_path_factory.mktemp("reprocessing")) as running:
+    home = tmp_path_factory.mktemp("reprocessing")
+    with running_platform(home, pipelines=MODULE) as running:
         yield running
 
 
@@ -240,7 +239,7 @@ def test_sensor_driven_reprocess_promote_rollback_retire(platform: Platform, cod
 
 def _assert_candidate_checks_passed(platform: Platform, offsets: dict[str, Any]) -> None:
     """The promotion reported the three blocking checks, passed, at the compared offsets."""
-    instance = DagsterInstance.from_config(str(platform.settings.home / "dagster"))
+    instance = DagsterInstance.from_config(str(platform.settings.home.dagster))
     try:
         for name in ("candidate_schema", "candidate_keys", "candidate_values"):
             key = AssetCheckKey(AssetKey(["tables", "customers"]), name)

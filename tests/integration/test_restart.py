@@ -22,14 +22,14 @@ import psutil
 import pytest
 from confluent_kafka import Producer
 
-from kappa.processes import wait_until
-from kappa.settings import REPO_ROOT, Settings
-from streaming.deployment import Deployment
-from streaming.table_reader import latest_commit
-from tests.conftest import make_settings
+from kappa.testing.producing import customer_changes
+from kappa.testing.reference import customers_state, replay
+from kappa.testing.settings import private_settings
+from streaming.delta.table_reader import latest_commit
+from streaming.run.deployment import Deployment
+from streaming.settings import REPO_ROOT, Settings
+from streaming.wait import wait_until
 from tests.integration.helpers import table_rows
-from tests.producing import customer_changes
-from tests.reference import customers_state, replay
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -114,8 +114,8 @@ class Platform:
         assert self.proc is not None
         root = psutil.Process(self.proc.pid)
         procs = [root, *root.children(recursive=True)]
-        for name in ("broker.pid", "object-store.pid"):
-            pid = int((self.settings.run_dir / name).read_text())
+        for path in (self.settings.home.broker_pid, self.settings.home.object_store_pid):
+            pid = int(path.read_text())
             procs += [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]
         return procs
 
@@ -151,7 +151,7 @@ class Platform:
 
 
 def test_stop_and_kill_lose_no_acknowledged_record_and_deployments_resume(tmp_path):
-    settings = make_settings(tmp_path / "home", **{"broker.storage": "s3"})
+    settings = private_settings(tmp_path / "home", **{"broker.storage": "s3"})
     table = Deployment("customers", "v1", settings.home).table_path
     platform = Platform(settings, tmp_path)
     producer = AckedProducer(settings)

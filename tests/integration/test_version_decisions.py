@@ -7,23 +7,22 @@ import dataclasses
 import json
 import sys
 import time
-from pathlib import Path
 
 import pyarrow as pa
 import pytest
 from deltalake import CommitProperties, write_deltalake
 
-from kappa.retention import expired_versions
-from kappa.settings import Settings
-from kappa.version_decisions import candidate_to_launch, comparison_to_run
-from kappa.version_overview import overview
-from streaming.alignment import LiveAlignment
-from streaming.code_pins import pinned_pipeline
-from streaming.compacted_table import BATCH_ID, END_OFFSETS
-from streaming.deployment import Deployment
-from streaming.live import claim_first, switch
-from streaming.pipelines import get_pipeline, registry
-from tests.producing import customer_changes, send
+from kappa.testing.producing import customer_changes, send
+from streaming.define.registry import get_pipeline, registry
+from streaming.delta.commit_info import BATCH_ID, END_OFFSETS
+from streaming.run.deployment import Deployment
+from streaming.settings import Settings
+from streaming.versions.alignment import LiveAlignment
+from streaming.versions.code_pins import pinned_pipeline
+from streaming.versions.decisions import candidate_to_launch, comparison_to_run
+from streaming.versions.live_pointer import claim_first, switch
+from streaming.versions.overview import overview
+from streaming.versions.retention import expired_versions
 
 pytestmark = pytest.mark.integration
 
@@ -41,31 +40,35 @@ def _commit(settings: Settings, version: str, offsets: dict[int, int], batch: in
     )
 
 
-def _v2(monkeypatch: pytest.MonkeyPatch, **changes: object) -> None:
-    v1 = get_pipeline("customers")
-    monkeypatch.setitem(registry(), "customers", dataclasses.replace(v1, version="v2", **changes))
+def _v2(settings: Settings, monkeypatch: pytest.MonkeyPatch, **changes: object) -> None:
+    v1 = get_pipeline(settings.pipelines, "customers")
+    monkeypatch.setitem(
+        registry(settings.pipelines), "customers", dataclasses.replace(v1, version="v2", **changes)
+    )
 
 
 def test_new_version_is_launched_once_and_only_when_not_live(settings, broker, monkeypatch):
     send(settings, customer_changes(50, seed=1))
-    pipeline = get_pipeline("customers")
+    pipeline = get_pipeline(settings.pipelines, "customers")
     assert not candidate_to_launch(settings, pipeline, "none").act  # nothing live yet
     claim_first(settings.home, "customers", "v1", "first deployment")
     decision = candidate_to_launch(settings, pipeline, "none")
     assert not decision.act and "v1 is live" in decision.reason
 
-    _v2(monkeypatch)
-    decision = candidate_to_launch(settings, get_pipeline("customers"), "none")
+    _v2(settings, monkeypatch)
+    decision = candidate_to_launch(settings, get_pipeline(settings.pipelines, "customers"), "none")
     assert decision.act and decision.version == "v2" and "differs from live v1" in decision.reason
-    assert not candidate_to_launch(settings, get_pipeline("customers"), "active").act
-    again = candidate_to_launch(settings, get_pipeline("customers"), "failed")
+    assert not candidate_to_launch(
+        settings, get_pipeline(settings.pipelines, "customers"), "active"
+    ).act
+    again = candidate_to_launch(settings, get_pipeline(settings.pipelines, "customers"), "failed")
     assert not again.act and "launched already" in again.reason
 
 
 def test_candidate_is_compared_when_within_reach_and_not_twice(settings, monkeypatch):
     claim_first(settings.home, "customers", "v1", "first deployment")
-    _v2(monkeypatch, promotion="auto")
-    pipeline = get_pipeline("customers")
+    _v2(settings, monkeypatch, promotion="auto")
+    pipeline = get_pipeline(settings.pipelines, "customers")
     _commit(settings, "v1", {0: 400_000, 1: 400_000})
     _commit(settings, "v2", {0: 100_000, 1: 0})
     waiting = comparison_to_run(settings, pipeline, "none")
@@ -128,7 +131,7 @@ def test_a_deployment_keeps_its_pinned_code_after_the_module_changes(settings, t
     module = package / "mine.py"
     template = (
         "from dataclasses import replace\n"
-        "from streaming.pipelines import customers as base\n"
+        "from pipelines import customers as base\n"
         "def transform(records):\n"
         "    return base.transform(records){}\n"
         "PIPELINE = replace(base.PIPELINE, version={!r}, transform=transform)\n"
@@ -157,22 +160,18 @@ def test_a_deployment_keeps_its_pinned_code_after_the_module_changes(settings, t
 
 
 def pinned_pipeline_from(settings: Settings, module: object):  # type: ignore[no-untyped-def]
-    registry()["customers"] = module.PIPELINE  # type: ignore[attr-defined]
-    try:
-        return pinned_pipeline(settings.home, "customers", None)
-    finally:
-        registry()["customers"] = sys.modules["streaming.pipelines.customers"].PIPELINE
+    return pinned_pipeline(settings.home, module.PIPELINE, None)  # type: ignore[attr-defined]
 
 
 def test_pins_live_next_to_the_deployment(settings: Settings) -> None:
-    pinned = pinned_pipeline(settings.home, "customers", "v7")
+    pinned = pinned_pipeline(settings.home, get_pipeline(settings.pipelines, "customers"), "v7")
     assert pinned.pipeline.version == "v7"
-    assert pinned.pinned_at == Path(settings.home / "code" / "customers__v7.py")
+    assert pinned.pinned_at == settings.home.code_pin("customers__v7")
 
 
 def test_a_new_deployment_can_start_at_a_timestamp(settings, broker):
-    from streaming.kafka_log import KafkaLog
-    from streaming.start_position import offsets_at_timestamp
+    from streaming.kafka.log import KafkaLog
+    from streaming.kafka.start_position import offsets_at_timestamp
 
     send(settings, customer_changes(400, seed=5))
     client = settings.kafka.client_config()
@@ -181,13 +180,13 @@ def test_a_new_deployment_can_start_at_a_timestamp(settings, broker):
     cut_ms = int(time.time() * 1000) + 1  # every record after this was produced later
     assert wait_until_clock_passes(cut_ms)
     send(settings, customer_changes(300, seed=6))
-    assert offsets_at_timestamp(client, ("customers",), cut_ms) == before
-    assert offsets_at_timestamp(client, ("customers",), 0) == {
+    assert offsets_at_timestamp(settings.kafka, ("customers",), cut_ms) == before
+    assert offsets_at_timestamp(settings.kafka, ("customers",), 0) == {
         "customers": dict.fromkeys(range(4), 0)
     }
 
 
 def wait_until_clock_passes(ms: int) -> bool:
-    from kappa.processes import wait_until
+    from streaming.wait import wait_until
 
     return wait_until(lambda: time.time() * 1000 > ms, timeout_s=1.0, interval_s=0.001)

@@ -7,11 +7,13 @@ import dataclasses
 import pytest
 from pyspark.sql import functions as F
 
-from streaming.deployment import Deployment
-from streaming.pipelines import get_pipeline
-from streaming.reporting import NullReporter
-from streaming.runner import PipelineRunner, RunOptions
-from tests.producing import customer_changes, send
+from assets.resources import KappaSettings, spark_resource
+from kappa.testing.producing import customer_changes, send
+from streaming.define.registry import get_pipeline
+from streaming.run.deployment import Deployment
+from streaming.run.options import RunOptions
+from streaming.run.reporting import NullReporter
+from streaming.run.runner import PipelineRunner
 
 pytestmark = pytest.mark.integration
 
@@ -30,22 +32,22 @@ def _run(spark, settings, pipeline):  # type: ignore[no-untyped-def]
         spark,
         pipeline,
         Deployment(pipeline.name, pipeline.version, settings.home),
-        settings.kafka.client_config(),
-        RunOptions(report_every_s=3600),
+        settings,
+        RunOptions(mode="until_caught_up", report_every_s=3600),
         recorder,
     )
     return runner.run(), recorder
 
 
 def _shouting_transform(records):  # type: ignore[no-untyped-def]
-    from streaming.pipelines.customers import transform
+    from pipelines.customers import transform
 
     return transform(records).withColumn("name", F.upper("name"))
 
 
 def test_code_change_without_new_version_is_reported(spark, settings, broker):
     send(settings, customer_changes(300, seed=40))
-    original = get_pipeline("customers")
+    original = get_pipeline(settings.pipelines, "customers")
     snapshot, recorder = _run(spark, settings, original)
     assert recorder.warnings == [] and snapshot.fingerprint_drift == ""
 
@@ -62,37 +64,37 @@ def _run_version(spark, settings, pipeline, **options):  # type: ignore[no-untyp
         spark,
         pipeline,
         Deployment(pipeline.name, pipeline.version, settings.home),
-        settings.kafka.client_config(),
-        RunOptions(report_every_s=3600, **options),
+        settings,
+        RunOptions(mode="until_caught_up", report_every_s=3600, **options),
     )
     return runner.run()
 
 
 def _v2_transform(records):  # type: ignore[no-untyped-def]
     """Same output as v1, computed differently (a refactoring)."""
-    from streaming.pipelines.customers import transform
+    from pipelines.customers import transform
 
     return transform(records.select("*"))
 
 
 def _buggy_transform(records):  # type: ignore[no-untyped-def]
-    from streaming.pipelines.customers import transform
+    from pipelines.customers import transform
 
     return transform(records).withColumn("email", F.lit("broken@example.com"))
 
 
 def test_side_by_side_reprocess_promote_rollback_retire(spark, settings, broker, monkeypatch):
-    from kappa.promotion import PromotionBlockedError, promote, rollback
     from kappa.table_output import resolve_deployment
-    from streaming import offsets as off
-    from streaming.live import history, live_version
-    from streaming.pipelines import registry
-    from streaming.table_reader import last_end_offsets, read_arrow
-    from streaming.versions import RetireRefusedError, retire
+    from kappa.testing.reference import customers_state, replay, table_state
+    from streaming.define.registry import registry
+    from streaming.delta.table_reader import last_end_offsets, read_arrow
+    from streaming.kafka import offsets as off
+    from streaming.versions.live_pointer import history, live_version
+    from streaming.versions.promotion import PromotionBlockedError, promote, rollback
+    from streaming.versions.retire import RetireRefusedError, retire
     from tests.integration.helpers import table_rows
-    from tests.reference import customers_state, replay, table_state
 
-    v1 = get_pipeline("customers")
+    v1 = get_pipeline(settings.pipelines, "customers")
     send(settings, customer_changes(2000, seed=42))
     _run_version(spark, settings, v1)
     promote(settings, "customers", "v1")
@@ -111,7 +113,7 @@ def test_side_by_side_reprocess_promote_rollback_retire(spark, settings, broker,
     _run_version(spark, settings, v1)
     assert resolve_deployment(settings, "customers", None).version == "v1"
 
-    monkeypatch.setitem(registry(), "customers", v2)
+    monkeypatch.setitem(registry(settings.pipelines), "customers", v2)
     done = promote(settings, "customers", "v2")
     assert done.comparison.passed
     assert resolve_deployment(settings, "customers", None).version == "v2"
@@ -144,23 +146,26 @@ def test_side_by_side_reprocess_promote_rollback_retire(spark, settings, broker,
     v3 = dataclasses.replace(v1, version="v3", transform=_buggy_transform)
     at = last_end_offsets(Deployment("customers", "v2", settings.home).table_path)
     _run_version(spark, settings, v3, ending_offsets=off.dumps(at))
-    monkeypatch.setitem(registry(), "customers", v3)
+    monkeypatch.setitem(registry(settings.pipelines), "customers", v3)
     with pytest.raises(PromotionBlockedError, match="email"):
         promote(settings, "customers", "v3")
     assert live_version(settings.home, "customers") == "v2"
 
     # the UI job refuses too, and says why
-    from assets.resources import KappaSettings
-    from assets.version_jobs import promote_version
+    from assets.versions.jobs import promote_version
 
     result = promote_version.execute_in_process(
         run_config={
             "ops": {"compare_and_promote": {"config": {"pipeline": "customers", "version": "v3"}}}
         },
-        resources={"kappa": KappaSettings(home=str(settings.home))},
+        resources=_resources(settings),
         raise_on_error=False,
     )
     assert not result.success
     [failure] = [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
     assert "email" in failure.step_failure_data.error.message
     assert live_version(settings.home, "customers") == "v2"
+
+
+def _resources(settings):  # type: ignore[no-untyped-def]
+    return {"kappa": KappaSettings(home=str(settings.home)), "spark": spark_resource(settings)}

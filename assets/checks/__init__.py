@@ -1,0 +1,1 @@
+"""Asset checks on the tables: deployment health, quality suites, candidate comparisons."""

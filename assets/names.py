@@ -1,0 +1,37 @@
+"""The names Dagster knows the platform by: asset key paths, job and op names, run tags.
+
+Plain strings and no Dagster import, so the operator tools (``kappa``) can use them too.
+"""
+
+from __future__ import annotations
+
+TABLES = "tables"  # asset key prefix (and group) of the pipelines' tables
+TOPICS = "kafka"  # asset key prefix (and group) of the topics
+
+PIPELINE_TAG = "kappa/pipeline"
+VERSION_TAG = "kappa/version"
+FINGERPRINT_TAG = "kappa/fingerprint"
+ROLE_TAG = "kappa/role"
+REASON_TAG = "kappa/reason"
+LIVE_TAG = "kappa/live"
+
+PROMOTE_JOB = "promote_version"
+PROMOTE_OP = "compare_and_promote"
+
+
+def table_key_path(pipeline: str) -> list[str]:
+    return [TABLES, pipeline]
+
+
+def topic_key_path(topic: str) -> list[str]:
+    return [TOPICS, topic]
+
+
+def deploy_job_name(pipeline: str) -> str:
+    """The Dagster job that runs a pipeline's streaming deployments."""
+    return f"deploy_{pipeline}"
+
+
+def deploy_op_name(pipeline: str) -> str:
+    """The op (step) of a table's asset: where its launch config goes in a run config."""
+    return "__".join(table_key_path(pipeline))

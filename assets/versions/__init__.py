@@ -1,0 +1,2 @@
+"""Dagster jobs, sensors and metadata that drive the version lifecycle of
+``streaming.versions``."""

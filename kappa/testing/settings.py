@@ -1,0 +1,36 @@
+"""Settings for a private platform home and a private broker port, so runs never share state."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+from streaming.settings import Settings, load_settings
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def private_settings(home: Path, broker_port: int | None = None, **overrides: object) -> Settings:
+    """Settings rooted at ``home``, with their own embedded-broker, object-store and Dagster
+    ports, and the broker's memory engine unless ``overrides`` say ``broker.storage``.
+
+    Read from the config file only (not the environment), with ``overrides`` as dotted keys.
+    """
+    port = broker_port or free_port()
+    values = {
+        "home": str(home),
+        "broker.port": port,
+        "kafka.bootstrap_servers": f"127.0.0.1:{port}",
+        "spark.master": "local[2]",
+        "dagster.port": free_port(),
+        # Durability is not what most runs are about: the memory engine starts in milliseconds.
+        "broker.storage": "memory",
+        "object_store.port": free_port(),
+        **overrides,
+    }
+    return load_settings(env={}, overrides=values)

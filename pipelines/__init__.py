@@ -1,0 +1,1 @@
+"""The demo application: fraud-detection pipelines written against ``streaming.define``."""

@@ -1,0 +1,30 @@
+"""A pipeline's fingerprint: a hash of everything that shapes its output.
+
+The transform's source code, the value schema and required fields, whether tombstones are
+accepted, the table kind and schema, the pipeline's settings and its topics. Every commit records
+the fingerprint it was built with, so a code change made without a new version shows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from streaming.define.pipeline import Pipeline
+
+
+def fingerprint(pipeline: Pipeline) -> str:
+    """16 hex digits, the same in every process for the same code and declaration."""
+    parts = [
+        inspect.getsource(pipeline.transform),
+        pipeline.value_schema,
+        repr(pipeline.required),
+        repr(pipeline.accepts_tombstones),
+        repr(pipeline.table),
+        pipeline.table_schema.to_string(),
+        repr(sorted(pipeline.settings.items())),
+        repr(pipeline.topics),
+    ]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]

@@ -1,0 +1,310 @@
+"""The platform's typed settings, read once at the edge.
+
+Precedence: explicit overrides (command-line flags) > environment variables > the config file
+(``platform/kappa.yaml``, which holds the defaults of the Spark settings, the pipelines and the
+topics) > the defaults below. This module is the only one that reads the environment or the
+file; everything else receives a frozen :class:`Settings`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    ValidationError,
+    field_validator,
+)
+
+from streaming.dotted import get_dotted, set_dotted
+from streaming.errors import ConfigError
+from streaming.home import Home, as_home
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_CONFIG_FILE = REPO_ROOT / "platform" / "kappa.yaml"
+RUN_ID_ENV = "KAPPA_RUN_ID"  # set for a deployment launched by a Dagster run
+
+_SECRET_MARKERS = ("password", "secret", "token", "key.pem", "private", "credential", "jaas")
+_MODULE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
+# Environment variables and the setting each one sets (besides KAPPA_KAFKA_<KEY>, a client
+# setting, and KAPPA_SPARK_CONF, Spark settings as JSON).
+_ENV = {
+    "KAPPA_HOME": "home",
+    "KAPPA_PIPELINES": "pipelines",
+    "KAFKA_BOOTSTRAP_SERVERS": "kafka.bootstrap_servers",
+    "KAPPA_BROKER_PROFILE": "kafka.broker_profile",
+    "KAPPA_BROKER_PORT": "broker.port",
+    "KAPPA_BROKER_STORAGE": "broker.storage",
+    "KAPPA_OBJECT_STORE_PORT": "object_store.port",
+    "KAPPA_PRODUCER_LINGER_MS": "producer.linger_ms",
+    "KAPPA_SPARK_MASTER": "spark.master",
+    "KAPPA_JVM_ARCHIVE": "spark.jvm_archive",
+    "PYSPARK_PYTHON": "spark.pyspark_python",
+    "JAVA_HOME": "spark.java_home",
+    "SPARK_HOME": "spark.spark_home",
+    "KAPPA_DAGSTER_PORT": "dagster.port",
+    "KAPPA_RETENTION_HOURS": "versions.retention_hours",
+}
+
+
+def _strings(value: Any) -> Any:
+    """Setting values as librdkafka and Spark want them: strings, booleans spelled in lower case."""
+    if not isinstance(value, Mapping):
+        return value
+    return {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in value.items()}
+
+
+StringMap = Annotated[dict[str, str], BeforeValidator(_strings)]
+HomeSetting = Annotated[Home, BeforeValidator(as_home), PlainSerializer(str)]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class KafkaSettings(_Frozen):
+    """The Kafka cluster: where it is, client settings, and how the platform creates topics.
+
+    ``broker_profile`` names the broker's behaviour the platform relies on: ``embedded`` (tansu:
+    its ListOffsets under-reports a partition's end, so ends are measured with a fetch) or
+    ``kafka`` (Apache Kafka semantics: plain ListOffsets). Unset, it is ``embedded`` when the
+    bootstrap servers are the embedded broker's address, else ``kafka``.
+    """
+
+    bootstrap_servers: str = "127.0.0.1:9092"
+    broker_profile: Literal["embedded", "kafka"] | None = None
+    client: StringMap = Field(default_factory=dict)
+    topic_partitions: int = Field(default=4, ge=1, le=1024)
+    topic_replication_factor: int = Field(default=1, ge=1, le=16)
+    topic_config: StringMap = Field(default_factory=dict)  # every topic the platform creates
+    topic_overrides: dict[str, StringMap] = Field(default_factory=dict)  # per topic name
+
+    @field_validator("bootstrap_servers")
+    @classmethod
+    def _check_bootstrap(cls, value: str) -> str:
+        for server in value.split(","):
+            host, sep, port = server.strip().rpartition(":")
+            if not sep or not host or not port.isdigit():
+                msg = f"bootstrap server {server!r} must look like host:port"
+                raise ValueError(msg)
+        return value
+
+    @property
+    def ends_by_fetch(self) -> bool:
+        """Whether partition ends are measured with a fetch (the embedded broker's profile)."""
+        return self.broker_profile != "kafka"
+
+    def client_config(self) -> dict[str, str]:
+        """The librdkafka configuration shared by every client (bootstrap plus pass-through)."""
+        return {"bootstrap.servers": self.bootstrap_servers, **self.client}
+
+    def redacted_client(self) -> dict[str, str]:
+        """Client settings safe to print or attach to metadata: secret values are masked."""
+        return {k: ("***" if is_secret_setting(k) else v) for k, v in self.client.items()}
+
+    def config_of_topic(self, topic: str) -> dict[str, str]:
+        """The settings a topic is created with (all explicit: the embedded broker's
+        describe_configs reports only settings given at creation)."""
+        return {**self.topic_config, **self.topic_overrides.get(topic, {})}
+
+
+class BrokerSettings(_Frozen):
+    """The embedded broker; its log survives restarts in the object store (``storage: s3``) or is
+    lost whenever it stops (``memory``: tests, throwaway runs)."""
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=9092, ge=1, le=65535)
+    storage: Literal["s3", "memory"] = "s3"
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+class ObjectStoreSettings(_Frozen):
+    """The S3 server (SeaweedFS) that holds the embedded broker's log when ``storage`` is s3."""
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=8333, ge=1, le=65535)
+
+
+class ProducerSettings(_Frozen):
+    """How the demo producer batches: a record waits up to ``linger_ms`` (or until ``batch_bytes``
+    are collected); on the durable engine each batch is one object, and replays pay per batch."""
+
+    linger_ms: int = Field(default=5000, ge=0, le=60_000)
+    batch_bytes: int = Field(default=1_000_000, ge=1_000, le=100_000_000)
+
+
+class SparkSettings(_Frozen):
+    """Where Spark runs and with which settings, and the Java and Python it runs with."""
+
+    master: str = "local[*]"
+    conf: StringMap = Field(default_factory=dict)
+    jvm_archive: str = ""  # the driver's class archive: "" (the cached one), "off", or a path
+    cache_dir: Path | None = None  # where the cached class archive lives
+    pyspark_python: str | None = None  # the workers' Python, when not this interpreter
+    java_home: str | None = None
+    spark_home: str | None = None
+
+
+class DagsterSettings(_Frozen):
+    host: str = "127.0.0.1"
+    port: int = Field(default=3000, ge=1, le=65535)
+
+
+class VersionSettings(_Frozen):
+    """Side-by-side versions: how long a replaced version is kept, how long a comparison waits."""
+
+    retention_hours: float = Field(default=24.0, ge=0)
+    compare_wait_s: float = Field(default=300.0, gt=0)
+
+
+class Settings(_Frozen):
+    """Everything a component needs to know about where the platform runs."""
+
+    home: HomeSetting = Home(REPO_ROOT / ".kappa")
+    pipelines: tuple[str, ...] = ()  # the modules whose PIPELINE the platform serves
+    kafka: KafkaSettings = Field(default_factory=KafkaSettings)
+    broker: BrokerSettings = Field(default_factory=BrokerSettings)
+    object_store: ObjectStoreSettings = Field(default_factory=ObjectStoreSettings)
+    producer: ProducerSettings = Field(default_factory=ProducerSettings)
+    spark: SparkSettings = Field(default_factory=SparkSettings)
+    dagster: DagsterSettings = Field(default_factory=DagsterSettings)
+    versions: VersionSettings = Field(default_factory=VersionSettings)
+
+    @field_validator("pipelines", mode="before")
+    @classmethod
+    def _check_modules(cls, value: Any) -> Any:
+        """A comma-separated string (KAPPA_PIPELINES) or a list; at least one module name."""
+        modules = [m.strip() for m in value.split(",")] if isinstance(value, str) else value
+        if isinstance(modules, list | tuple):
+            bad = [m for m in modules if not isinstance(m, str) or not _MODULE.fullmatch(m)]
+            if bad or not modules:
+                msg = f"name importable pipeline modules, e.g. pipelines.customers (got {value!r})"
+                raise ValueError(msg)
+        return modules
+
+    def to_env(self) -> dict[str, str]:
+        """Environment variables that reproduce these settings in a child process."""
+        values = self.model_dump(mode="json")
+        env = {}
+        for var, dotted in _ENV.items():
+            value = get_dotted(values, dotted)
+            if value not in (None, "", []):
+                env[var] = ",".join(value) if isinstance(value, list) else str(value)
+        if self.spark.conf:
+            env["KAPPA_SPARK_CONF"] = json.dumps(self.spark.conf)
+        for key, value in self.kafka.client.items():
+            env["KAPPA_KAFKA_" + key.upper().replace(".", "_")] = value
+        return env
+
+
+def is_secret_setting(name: str) -> bool:
+    lowered = name.lower()
+    return any(marker in lowered for marker in _SECRET_MARKERS)
+
+
+def launching_run_id(env: Mapping[str, str] | None = None) -> str | None:
+    """The Dagster run that launched this process, if one did."""
+    return (os.environ if env is None else env).get(RUN_ID_ENV) or None
+
+
+def load_settings(
+    config_file: Path | str | None = None,
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Settings:
+    """Build :class:`Settings` from the config file, the environment and explicit overrides.
+
+    Args:
+        config_file: YAML file; defaults to ``$KAPPA_CONFIG`` or ``platform/kappa.yaml``.
+        env: the environment to read (``os.environ`` when None).
+        overrides: dotted keys set by flags, e.g. ``{"kafka.bootstrap_servers": "h:9092"}``.
+
+    Raises:
+        ConfigError: the file is unreadable or a value is invalid; the message names the key.
+    """
+    env = os.environ if env is None else env
+    path = Path(config_file or env.get("KAPPA_CONFIG") or DEFAULT_CONFIG_FILE)
+    data = _read_config_file(path)
+    _merge_env(data, env)
+    for dotted, value in (overrides or {}).items():
+        if value is not None:
+            set_dotted(data, dotted, value)
+    try:
+        broker = BrokerSettings.model_validate(data.get("broker") or {})
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, path, "broker.")) from None
+    kafka = data.setdefault("kafka", {})
+    if not kafka.get("bootstrap_servers"):
+        kafka["bootstrap_servers"] = broker.address
+    if not kafka.get("broker_profile"):
+        embedded = kafka["bootstrap_servers"] == broker.address
+        kafka["broker_profile"] = "embedded" if embedded else "kafka"
+    spark = data.setdefault("spark", {})
+    if spark.get("cache_dir") is None:
+        cache = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+        spark["cache_dir"] = Path(cache) / "kappa"
+    base = path.resolve().parent.parent if path.parent.name == "platform" else Path.cwd()
+    if "home" in data:
+        home = Path(str(data["home"])).expanduser()
+        data["home"] = home if home.is_absolute() else (base / home)
+    try:
+        return Settings.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, path)) from None
+
+
+def _read_config_file(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        msg = f"config file {path} does not exist; set KAPPA_CONFIG or pass --config"
+        raise ConfigError(msg)
+    try:
+        loaded = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        msg = f"config file {path} is not valid YAML: {exc}".replace("\n", " ")
+        raise ConfigError(msg) from None
+    if not isinstance(loaded, dict):
+        msg = f"config file {path} must hold a mapping at top level"
+        raise ConfigError(msg)
+    return loaded
+
+
+def _merge_env(data: dict[str, Any], env: Mapping[str, str]) -> None:
+    for var, dotted in _ENV.items():
+        if env.get(var):
+            set_dotted(data, dotted, env[var])
+    if env.get("KAPPA_SPARK_CONF"):
+        try:
+            extra = json.loads(env["KAPPA_SPARK_CONF"])
+        except json.JSONDecodeError:
+            msg = 'KAPPA_SPARK_CONF must be a JSON object, e.g. \'{"spark.executor.memory": "2g"}\''
+            raise ConfigError(msg) from None
+        if not isinstance(extra, dict):
+            msg = "KAPPA_SPARK_CONF must be a JSON object of Spark settings"
+            raise ConfigError(msg)
+        for key, value in extra.items():
+            set_dotted(data, f"spark.conf.{key}", value)
+    for var, value in env.items():
+        if var.startswith("KAPPA_KAFKA_") and value:
+            key = var.removeprefix("KAPPA_KAFKA_").lower().replace("_", ".")
+            set_dotted(data, f"kafka.client.{key}", value)
+
+
+def _describe(exc: ValidationError, path: Path, prefix: str = "") -> str:
+    problems = []
+    for error in exc.errors():
+        where = prefix + ".".join(str(p) for p in error["loc"]) or "(top level)"
+        problems.append(f"{where}: {error['msg']}")
+    return f"invalid settings ({path} / environment / flags): " + "; ".join(problems)

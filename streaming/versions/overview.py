@@ -1,0 +1,121 @@
+"""One pipeline's versions at a glance: live, candidates and their progress, the last
+comparison, the switch history. Shown as asset metadata in Dagster and by ``kappa tables``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from streaming.define.registry import get_pipeline
+from streaming.delta.table_reader import last_end_offsets
+from streaming.run.deployment import Deployment
+from streaming.run.lock import DeploymentLock
+from streaming.settings import Settings
+from streaming.versions.alignment import progress
+from streaming.versions.live_pointer import Switch
+from streaming.versions.promotion import comparison_offsets
+from streaming.versions.state import Role, pipeline_versions
+
+
+@dataclass(frozen=True)
+class VersionRow:
+    """One deployed version in the overview."""
+
+    version: str
+    role: str  # streaming.versions.state.Role
+    running: bool
+    behind_live: int | None
+    caught_up_pct: float | None
+    comparison: dict[str, Any] | None = None  # the last comparison with the live version
+
+
+@dataclass(frozen=True)
+class Overview:
+    pipeline: str
+    declared_version: str
+    live_version: str | None
+    versions: tuple[VersionRow, ...]
+    history: tuple[Switch, ...] = field(default_factory=tuple)
+
+    @property
+    def candidates(self) -> list[VersionRow]:
+        return [v for v in self.versions if v.role == Role.CANDIDATE]
+
+    def markdown(self) -> str:
+        rows = ["| version | role | running | behind live | caught up | last comparison |"]
+        rows.append("|---|---|---|---|---|---|")
+        for v in self.versions:
+            rows.append(
+                f"| {v.version} | {v.role} | {'yes' if v.running else 'no'} | "
+                f"{'' if v.behind_live is None else v.behind_live} | "
+                f"{'' if v.caught_up_pct is None else f'{v.caught_up_pct:.1f}%'} | "
+                f"{_comparison_text(v.comparison)} |"
+            )
+        return "\n".join(rows)
+
+    def history_markdown(self, last: int = 10) -> str:
+        rows = ["| at (UTC) | from | to | reason | comparison | by |", "|---|---|---|---|---|---|"]
+        for s in self.history[-last:]:
+            at = datetime.fromtimestamp(s.at, UTC).strftime("%Y-%m-%d %H:%M:%S")
+            rows.append(
+                f"| {at} | {s.from_version or '-'} | {s.to_version} | {s.reason} | "
+                f"{_comparison_text(s.comparison)} | {s.actor} |"
+            )
+        return "\n".join(rows)
+
+
+def _comparison_text(comparison: dict[str, Any] | None) -> str:
+    if not comparison:
+        return ""
+    if comparison.get("passed"):
+        return "passed" + (" (forced)" if comparison.get("forced") else "")
+    failures = comparison.get("failures") or []
+    return "FAILED: " + "; ".join(str(f) for f in failures)[:200].replace("|", "/")
+
+
+def overview(settings: Settings, pipeline_name: str) -> Overview:
+    pipeline = get_pipeline(settings.pipelines, pipeline_name)
+    home = settings.home
+    versions = pipeline_versions(settings, pipeline.name)
+    live = versions.live
+    live_at = last_end_offsets(Deployment(pipeline.name, live, home).table_path) if live else None
+    rows = []
+    for state in versions.deployed(home):
+        version = state.version
+        deployment = Deployment(pipeline.name, version, home)
+        behind = pct = None
+        if state.role != Role.LIVE and live_at is not None:
+            at = last_end_offsets(deployment.table_path) or {}
+            behind, done = progress(at, live_at)
+            pct = round(done, 1)
+        rows.append(
+            VersionRow(
+                version=version,
+                role=str(state.role),
+                running=DeploymentLock(deployment.lock_path).holder() is not None,
+                behind_live=behind,
+                caught_up_pct=pct,
+                comparison=_last_comparison(settings, pipeline.name, live, version),
+            )
+        )
+    return Overview(pipeline.name, pipeline.version, live, tuple(rows), versions.switches)
+
+
+def _last_comparison(
+    settings: Settings, pipeline: str, live: str | None, version: str
+) -> dict[str, Any] | None:
+    if live is None or live == version:
+        return None
+    path = settings.home.comparison(pipeline, live, version)
+    if not path.exists():
+        return None
+    from quality import load_result
+
+    saved = load_result(path)
+    return {
+        "passed": saved.passed,
+        "failures": list(saved.failures),
+        "at": comparison_offsets(settings, pipeline, live, version).get("offsets"),
+        "data_docs": saved.docs_page or "",
+    }

@@ -1,0 +1,58 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kappa.demo import events
+from streaming.define.registry import get_pipeline, registry
+from streaming.errors import InvalidNameError, UnknownPipelineError
+from streaming.run.deployment import Deployment
+
+
+@pytest.mark.parametrize("name", ["", "../etc", "a/b", "Customers", "x" * 49, "1abc", "a b"])
+def test_bad_pipeline_names_are_rejected(name):
+    with pytest.raises(InvalidNameError):
+        Deployment(name, "v1", Path("/tmp/home"))
+
+
+@pytest.mark.parametrize("version", ["", "..", "v/2", "v..2", "-v", "x" * 33, "v 2"])
+def test_bad_versions_are_rejected(version):
+    with pytest.raises(InvalidNameError):
+        Deployment("customers", version, Path("/tmp/home"))
+
+
+def test_deployment_paths_are_per_version():
+    v1, v2 = (Deployment("customers", v, Path("/h")) for v in ("v1", "v2"))
+    assert v1.table_path == Path("/h/tables/customers__v1")
+    assert {v1.table_path, v1.checkpoint_path, v1.dead_letter_path}.isdisjoint(
+        {v2.table_path, v2.checkpoint_path, v2.dead_letter_path}
+    )
+
+
+DEMO = ("pipelines.customers", "pipelines.customer_spend")
+
+
+def test_unknown_pipeline_lists_the_known_ones():
+    with pytest.raises(UnknownPipelineError, match="customer_spend, customers"):
+        get_pipeline(DEMO, "nope")
+
+
+def test_fingerprints_are_stable_and_distinct():
+    prints = {p.fingerprint for p in registry(DEMO).values()}
+    assert len(prints) == len(registry(DEMO))
+    assert (
+        get_pipeline(DEMO, "customers").fingerprint == get_pipeline(DEMO, "customers").fingerprint
+    )
+
+
+def test_demo_events_are_deterministic_per_seed():
+    def take(seed: int) -> list:
+        stream = events(seed=seed, start_ms=0)
+        return [next(stream) for _ in range(3000)]
+
+    assert take(1) == take(1)
+    assert take(1) != take(2)
+    sample = take(3)
+    assert {e.topic for e in sample} == {"customers", "transactions"}
+    assert any(e.value is None for e in sample if e.topic == "customers")

@@ -1,0 +1,42 @@
+"""The micro-batch writer of a deployment, driven without Spark through batches already committed
+(a restarted query re-offers them; the writer skips them and records that it did)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from streaming.define.registry import get_pipeline
+from streaming.run.deployment import Deployment
+from streaming.run.micro_batch import BatchWriter
+from streaming.settings import load_settings
+
+
+def _offsets_log(checkpoint: Path, batches: range) -> None:
+    """Spark's offset log: a version line, a metadata line, one offsets line per source."""
+    log = checkpoint / "offsets"
+    log.mkdir(parents=True, exist_ok=True)
+    for batch_id in batches:
+        offsets = json.dumps({"customers": {"0": batch_id + 1}})
+        (log / str(batch_id)).write_text(f'v1\n{{"batchWatermarkMs":0}}\n{offsets}\n')
+
+
+def test_a_long_continuous_run_keeps_a_bounded_batch_history(tmp_path):
+    pipeline = get_pipeline(load_settings(env={}).pipelines, "customers")
+    deployment = Deployment("customers", "v1", tmp_path)
+    writer = BatchWriter(pipeline, deployment)
+    empty = pipeline.table.change_schema(pipeline.table_schema).empty_table()
+    writer.table.apply(empty, 10_000, {}, deployment.id)  # every batch below is committed
+    _offsets_log(deployment.checkpoint_path, range(1200))
+
+    for batch_id in range(600):
+        writer(None, batch_id)  # type: ignore[arg-type]
+    kept_after_600 = len(writer.results)
+    for batch_id in range(600, 1200):
+        writer(None, batch_id)  # type: ignore[arg-type]
+
+    assert len(writer.results) == kept_after_600 < 600
+    last = writer.results[-1]
+    assert last.batch_id == 1199 and last.skipped
+    assert last.end_offsets == {"customers": {"0": 1200}}
+    assert writer.totals.batches == 0  # replays of committed batches commit nothing
