@@ -1,0 +1,144 @@
+"""Arrow helpers the operators share: aligned lookups, record order, state transitions."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from streaming.state import (
+    State,
+    TableDelta,
+    apply_delta,
+    key_mask,
+    key_of,
+    last_per_key,
+    with_key,
+)
+from streaming.state.delta import collapse
+
+
+def fetch(table: pa.Table | None, key: Sequence[str], probe: pa.Table) -> pa.Table | None:
+    """The rows of ``table`` whose key occurs in ``probe`` (None when ``table`` is None)."""
+    if table is None:
+        return None
+    return table.filter(key_mask(table, key, probe))
+
+
+def lookup(
+    probe: pa.Table, table: pa.Table | None, key: Sequence[str], columns: Sequence[str]
+) -> tuple[np.ndarray, pa.Table | None]:
+    """Per probe row, whether ``table`` has its key, and ``columns`` of that row (aligned).
+
+    Keys must be unique in ``table``. Missing rows come back as nulls.
+    """
+    n = probe.num_rows
+    if table is None or table.num_rows == 0 or n == 0:
+        return np.zeros(n, dtype=bool), None
+    found = fetch(table, key, probe)
+    assert found is not None
+    if found.num_rows == 0:
+        return np.zeros(n, dtype=bool), None
+    left = probe.select(list(key)).append_column("__row", pa.array(np.arange(n)))
+    right = found.select([*key, *columns]).append_column(
+        "__hit", pa.array(np.ones(found.num_rows, dtype=bool))
+    )
+    joined = left.join(right, keys=list(key), join_type="left outer")
+    joined = joined.sort_by("__row")
+    hit = joined.column("__hit").fill_null(False).to_numpy(zero_copy_only=False)
+    return hit, joined.select(list(columns))
+
+
+def supersede(
+    transition: Transition,
+    name: str,
+    key: Sequence[str],
+    records: pa.Table,
+    order: Sequence[str],
+    stored: Callable[[pa.Table], pa.Table] | None = None,
+) -> tuple[pa.Table, np.ndarray]:
+    """Keep, per key, the greatest record by ``order`` among ``records`` and table ``name``.
+
+    Returns the records that beat the stored row of their key (or have none), which replace it
+    in the table (as ``stored(records)`` when given), and per winner whether it replaced a row.
+    """
+    if records.num_rows == 0:
+        return records, np.zeros(0, dtype=bool)
+    candidates = records.take(last_per_key(records, key, order))
+    found, old = lookup(candidates, transition.table(name), key, order)
+    wins = ~found
+    if old is not None and found.any():
+        rows = np.flatnonzero(found)
+        wins[rows] = later(
+            [column(candidates, c)[rows] for c in order],
+            [old.column(c).take(pa.array(rows)).to_numpy() for c in order],
+        )
+    winners = candidates.filter(wins)
+    replaced = found[wins]
+    rows_to_store = winners if stored is None else stored(winners)
+    transition.change(name, key, deletes=winners.filter(replaced), inserts=rows_to_store)
+    return winners, replaced
+
+
+def later(a: Sequence[np.ndarray], b: Sequence[np.ndarray]) -> np.ndarray:
+    """Element-wise whether tuple ``a`` is lexicographically greater than tuple ``b``."""
+    greater = np.zeros(len(a[0]), dtype=bool)
+    equal = np.ones(len(a[0]), dtype=bool)
+    for x, y in zip(a, b, strict=True):
+        greater |= equal & (x > y)
+        equal &= x == y
+    return greater
+
+
+def column(table: pa.Table, name: str) -> np.ndarray:
+    """A column as a numpy array (nulls are not expected)."""
+    return table.column(name).to_numpy()
+
+
+class Transition:
+    """Builds the next state and its delta; every change goes through ``apply_delta``, so the
+    state the operator returns is exactly what the store rebuilds from the delta."""
+
+    def __init__(self, state: State) -> None:
+        self.state = dict(state)
+        self._changes: dict[str, list[TableDelta]] = {}
+
+    def table(self, name: str) -> pa.Table | None:
+        return self.state.get(name)
+
+    def change(
+        self,
+        name: str,
+        key: Sequence[str],
+        deletes: pa.Table | None = None,
+        inserts: pa.Table | None = None,
+    ) -> None:
+        """Delete the keys in ``deletes``, then insert ``inserts`` (keys absent after that)."""
+        if deletes is not None:
+            deletes = deletes.select(list(key))
+        if inserts is not None:
+            inserts = with_key(inserts, key)
+        delta = TableDelta(deletes, inserts)
+        if delta.empty:
+            return
+        table = apply_delta(self.state.get(name), delta)
+        if table is not None:
+            self.state[name] = table
+        self._changes.setdefault(name, []).append(delta)
+
+    def replace(self, name: str, table: pa.Table, delta: TableDelta) -> None:
+        """Take a table the caller already changed, with the delta that describes it."""
+        self.state[name] = table
+        if not delta.empty:
+            self._changes.setdefault(name, []).append(delta)
+
+    def delta(self) -> dict[str, TableDelta]:
+        """One delta per changed table."""
+        result = {}
+        for name, deltas in self._changes.items():
+            if len(deltas) == 1:
+                result[name] = deltas[0]
+            else:
+                result[name] = collapse(deltas, key_of(self.state[name]))
+        return result
