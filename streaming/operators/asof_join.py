@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 
 from streaming.operators.batch import DELETE, OFFSET, ORDER, PARTITION, TIME, Batch, Source
@@ -33,8 +32,8 @@ from streaming.operators.changes import combine, deletes, upserts
 from streaming.operators.errors import BatchError, OperatorConfigError
 from streaming.operators.event_time import CLOCK, arrive, empty_clock
 from streaming.operators.step import Step
-from streaming.operators.tables import Transition, column, fetch, supersede
-from streaming.state import State, key_mask, last_per_key
+from streaming.operators.tables import Transition, as_of, column, fetch, supersede
+from streaming.state import State, joint_codes, key_mask
 
 VERSIONS = "versions"
 STREAM = "stream"
@@ -56,7 +55,9 @@ class AsOfJoin:
         stream_columns: the stream columns to keep (default: all user columns).
         how: ``"left"`` or ``"inner"``.
         grace_ms: the grace period of both inputs.
-        prune_every_ms: how much the horizon advances between two prunings of the state.
+        prune_every_ms: how far the horizon advances between two prunings of the state
+            (default: the grace period, at least a second). Pruning scans the state, so it
+            runs once per period of event time; the state holds at most that much extra.
     """
 
     stream: Source
@@ -68,7 +69,7 @@ class AsOfJoin:
     stream_columns: tuple[str, ...] | None = None
     how: Literal["inner", "left"] = "left"
     grace_ms: int = DEFAULT_GRACE_MS
-    prune_every_ms: int = 60_000
+    prune_every_ms: int | None = None
 
     def __post_init__(self) -> None:
         if self.how not in ("inner", "left"):
@@ -83,7 +84,7 @@ class AsOfJoin:
         if self.stream.name == self.table.name:
             msg = "the stream and the table must be different inputs"
             raise OperatorConfigError(msg)
-        if self.grace_ms < 0 or self.prune_every_ms <= 0:
+        if self.grace_ms < 0 or (self.prune_every_ms is not None and self.prune_every_ms <= 0):
             msg = "grace_ms must be >= 0 and prune_every_ms > 0"
             raise OperatorConfigError(msg)
         outputs = list(self.table_columns.values())
@@ -154,7 +155,7 @@ class AsOfJoin:
                 parts.append(deletes(out.filter(~matched).select(list(self.key_columns)), schema))
             else:
                 parts.append(upserts(out))
-        if arrivals.crossed(self.prune_every_ms):
+        if arrivals.crossed(self.prune_every_ms or max(self.grace_ms, 1000)):
             self._prune(transition, arrivals.horizon)  # type: ignore[arg-type]
         changes = combine(parts, schema)
         return Step(transition.state, changes, arrivals.dead_letters, transition.delta())
@@ -170,10 +171,11 @@ class AsOfJoin:
         if versions.num_rows == 0 or retained is None:
             return winners
         changed_keys = versions.select(list(self.table_key)).rename_columns(list(self.on))
-        affected = key_mask(retained, self.on, changed_keys)
-        if winners.num_rows:
-            affected |= key_mask(retained, self.key_columns, winners)
-        return retained.filter(affected)
+        affected = retained.filter(key_mask(retained, self.on, changed_keys))
+        if winners.num_rows == 0:
+            return affected
+        others = affected.filter(~key_mask(affected, self.key_columns, winners))
+        return pa.concat_tables([winners, others.cast(winners.schema)])
 
     def _match(self, versions: pa.Table | None, stream: pa.Table) -> tuple[np.ndarray, pa.Table]:
         """Per stream row, whether it has a live version as of its time, and that version."""
@@ -183,31 +185,11 @@ class AsOfJoin:
         if candidates is None or candidates.num_rows == 0:
             nulls = pa.table({name: pa.nulls(n) for name in self.table_columns})
             return np.zeros(n, dtype=bool), nulls
-        left = stream.select([*self.on, TIME]).to_pandas()
-        left["__row"] = np.arange(n)
-        right = candidates.select([*self.table_key, *ORDER]).to_pandas()
-        right["__version"] = np.arange(candidates.num_rows)
-        right = right.rename(columns={TIME: "__vtime"})
-        for mine, theirs in zip(self.on, self.table_key, strict=True):
-            if right[theirs].dtype != left[mine].dtype:
-                right[theirs] = right[theirs].astype(left[mine].dtype)
-        left = left.sort_values(TIME, kind="stable")
-        right = right.sort_values(["__vtime", PARTITION, OFFSET], kind="stable")
-        joined = pd.merge_asof(
-            left,
-            right[[*self.table_key, "__vtime", "__version"]],
-            left_on=TIME,
-            right_on="__vtime",
-            left_by=list(self.on),
-            right_by=list(self.table_key),
-            direction="backward",
-            allow_exact_matches=True,
+        mine, theirs = joint_codes([stream, candidates], [self.on, self.table_key])
+        picks = as_of(
+            mine, column(stream, TIME), theirs, [column(candidates, name) for name in ORDER]
         )
-        picks = np.full(n, -1, dtype=np.int64)
-        found = joined["__version"].notna().to_numpy()
-        picks[joined["__row"].to_numpy()[found]] = joined["__version"].to_numpy()[found]
-        indices = pa.array(picks, mask=picks < 0)
-        rows = candidates.take(indices)
+        rows = candidates.take(pa.array(picks, mask=picks < 0))
         live = ~rows.column(DELETE).fill_null(True).to_numpy(zero_copy_only=False)
         return live, rows
 
@@ -215,19 +197,46 @@ class AsOfJoin:
         """Forget what no record above ``horizon`` can reach."""
         retained = transition.table(STREAM)
         if retained is not None and retained.num_rows:
-            gone = retained.filter(column(retained, TIME) < horizon)
-            transition.change(STREAM, self.key_columns, deletes=gone)
+            old = column(retained, TIME) < horizon
+            if old.any():
+                transition.change(STREAM, self.key_columns, deletes=retained.filter(old))
         versions = transition.table(VERSIONS)
-        if versions is None or versions.num_rows == 0:
-            return
-        low = versions.filter(column(versions, TIME) <= horizon)
-        if low.num_rows == 0:
-            return
-        floors = last_per_key(low, self.table_key, ORDER)
-        dead = low.column(DELETE).to_numpy(zero_copy_only=False)[floors]
-        drop = np.ones(low.num_rows, dtype=bool)
-        drop[floors[~dead]] = False
-        transition.change(VERSIONS, RECORD, deletes=low.filter(drop))
+        if versions is not None and versions.num_rows:
+            drop = shadowed(versions, self.table_key, horizon)
+            if drop.any():
+                transition.change(VERSIONS, RECORD, deletes=versions.filter(drop))
+
+
+def shadowed(versions: pa.Table, key: tuple[str, ...], horizon: int) -> np.ndarray:
+    """The versions no record at or above ``horizon`` can match: per key, every version at or
+    below the horizon except the greatest, and that one too when it is a tombstone."""
+    times = column(versions, TIME)
+    low = times <= horizon
+    if not low.any():
+        return low
+    (codes,) = joint_codes([versions], [key])
+    tombstone = versions.column(DELETE).to_numpy(zero_copy_only=False)
+    several = np.bincount(codes)[codes] > 1
+    rows = np.flatnonzero(low & (several | tombstone))
+    if len(rows) == 0:
+        return np.zeros(versions.num_rows, dtype=bool)
+    ranked = rows[
+        np.lexsort(
+            (
+                column(versions, OFFSET)[rows],
+                column(versions, PARTITION)[rows],
+                times[rows],
+                codes[rows],
+            )
+        )
+    ]
+    floor = np.ones(len(ranked), dtype=bool)
+    floor[:-1] = codes[ranked[1:]] != codes[ranked[:-1]]
+    drop = np.zeros(versions.num_rows, dtype=bool)
+    drop[ranked] = True
+    keep = ranked[floor & ~tombstone[ranked]]
+    drop[keep] = False
+    return drop
 
 
 def _unique(names: list[str]) -> list[str]:

@@ -81,6 +81,35 @@ def supersede(
     return winners, replaced
 
 
+def as_of(
+    left_codes: np.ndarray,
+    left_times: np.ndarray,
+    right_codes: np.ndarray,
+    right_order: Sequence[np.ndarray],
+) -> np.ndarray:
+    """Per left row, the right row of the same key code with the greatest order whose time
+    (``right_order[0]``) is at or below the left row's time; -1 where there is none.
+
+    Later columns of ``right_order`` break ties in time (the greatest wins).
+    """
+    n = len(left_codes)
+    if n == 0 or len(right_codes) == 0:
+        return np.full(n, -1, dtype=np.int64)
+    times, ranks = np.unique(np.concatenate([left_times, right_order[0]]), return_inverse=True)
+    span = len(times)
+    left_keys = left_codes * span + ranks[:n]
+    right_keys = right_codes * span + ranks[n:]
+    ranked = np.lexsort((*reversed(right_order[1:]), right_keys))
+    position = np.searchsorted(right_keys[ranked], left_keys, side="right") - 1
+    picks = np.full(n, -1, dtype=np.int64)
+    hit = position >= 0
+    candidates = ranked[position[hit]]
+    same = right_codes[candidates] == left_codes[hit]
+    rows = np.flatnonzero(hit)[same]
+    picks[rows] = candidates[same]
+    return picks
+
+
 def later(a: Sequence[np.ndarray], b: Sequence[np.ndarray]) -> np.ndarray:
     """Element-wise whether tuple ``a`` is lexicographically greater than tuple ``b``."""
     greater = np.zeros(len(a[0]), dtype=bool)

@@ -14,7 +14,7 @@ from streaming.state.delta import (
     key_of,
     with_key,
 )
-from streaming.state.keys import key_mask, last_per_key
+from streaming.state.keys import joint_codes, key_mask, last_per_key
 from streaming.state.store import StateStore, StateStoreError
 
 __all__ = [
@@ -26,6 +26,7 @@ __all__ = [
     "apply_delta",
     "apply_state_delta",
     "is_empty_delta",
+    "joint_codes",
     "key_mask",
     "key_of",
     "last_per_key",

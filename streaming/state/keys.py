@@ -1,4 +1,8 @@
-"""Row selection by key on Arrow tables: membership and the greatest row per key."""
+"""Row selection by key on Arrow tables: membership, integer key codes, the greatest row per key.
+
+Key codes number the distinct keys of a few tables jointly (equal keys, equal codes), so joins
+and per-key maxima run as numpy sorts and binary searches instead of hash joins.
+"""
 
 from __future__ import annotations
 
@@ -25,21 +29,45 @@ def key_mask(table: pa.Table, key: Sequence[str], keys: pa.Table) -> np.ndarray:
     return mask
 
 
+def joint_codes(tables: Sequence[pa.Table], keys: Sequence[Sequence[str]]) -> list[np.ndarray]:
+    """Integer codes for the keys of several tables: equal keys get equal codes.
+
+    ``keys[i]`` names the key columns of ``tables[i]`` (same count and types, in order).
+    Nulls are a key value of their own.
+    """
+    sizes = [t.num_rows for t in tables]
+    combined: np.ndarray | None = None
+    for position in range(len(keys[0])):
+        first = tables[0].schema.field(keys[0][position]).type
+        chunks = []
+        for table, names in zip(tables, keys, strict=True):
+            column = table.column(names[position])
+            if column.type != first:
+                column = column.cast(first)
+            chunks.extend(column.chunks)
+        values = pa.concat_arrays(chunks) if chunks else pa.array([], first)
+        codes = pc.dictionary_encode(values, null_encoding="encode").indices
+        codes = codes.to_numpy(zero_copy_only=False).astype(np.int64)
+        if combined is None:
+            combined = codes
+        else:
+            combined = combined * (int(codes.max(initial=0)) + 1) + codes
+            combined = np.unique(combined, return_inverse=True)[1].astype(np.int64)
+    assert combined is not None
+    return np.split(combined, np.cumsum(sizes)[:-1])
+
+
 def last_per_key(table: pa.Table, key: Sequence[str], order: Sequence[str]) -> np.ndarray:
     """Indices of the row with the greatest ``order`` (compared column by column) per key.
 
     Ties on ``order`` go to the row that comes later in ``table``. The indices come back in
-    ascending order, so the result keeps the table's row order.
+    ascending order, so the result keeps the table's row order. ``order`` columns hold no nulls.
     """
     if table.num_rows == 0:
         return np.zeros(0, dtype=np.int64)
-    sort_keys = [(name, "ascending") for name in order]
-    ordered = pc.sort_indices(table.select(list(order)), sort_keys=sort_keys) if order else None
-    positions = np.arange(table.num_rows)
-    ranked = table.select(list(key)).take(ordered) if ordered is not None else table.select(key)
-    ranked = ranked.append_column("__pos", pa.array(positions))
-    best = ranked.group_by(list(key)).aggregate([("__pos", "max")]).column("__pos_max")
-    picked = best.to_numpy()
-    if ordered is None:
-        return np.sort(picked)
-    return np.sort(ordered.to_numpy()[picked])
+    (codes,) = joint_codes([table], [key])
+    columns = [table.column(name).to_numpy() for name in reversed(order)]
+    ranked = np.lexsort((*columns, codes))
+    ends = np.ones(len(ranked), dtype=bool)
+    ends[:-1] = codes[ranked[1:]] != codes[ranked[:-1]]
+    return np.sort(ranked[ends])
