@@ -26,7 +26,16 @@ from typing import Literal
 import numpy as np
 import pyarrow as pa
 
-from streaming.operators.batch import DELETE, OFFSET, ORDER, PARTITION, TIME, Batch, Source
+from streaming.operators.batch import (
+    DELETE,
+    OFFSET,
+    ORDER,
+    PARTITION,
+    RECORD,
+    TIME,
+    Batch,
+    Source,
+)
 from streaming.operators.batch import value_columns as user_columns
 from streaming.operators.changes import combine, deletes, upserts
 from streaming.operators.errors import BatchError, OperatorConfigError
@@ -37,7 +46,6 @@ from streaming.state import State, joint_codes, key_mask
 
 VERSIONS = "versions"
 STREAM = "stream"
-RECORD = (PARTITION, OFFSET)
 DEFAULT_GRACE_MS = 600_000
 
 

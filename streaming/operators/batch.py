@@ -25,6 +25,9 @@ DELETE = "_delete"
 TIME = "_time"
 """The event time the engine derives for every record (epoch ms)."""
 
+RECORD = (PARTITION, OFFSET)
+"""A record's identity within an input."""
+
 ORDER = (TIME, PARTITION, OFFSET)
 """The order of records by event time: ties broken by the higher (partition, offset)."""
 

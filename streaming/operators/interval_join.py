@@ -26,21 +26,18 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 
-from streaming.operators.batch import OFFSET, ORDER, PARTITION, TIME, Batch, Source
+from streaming.operators.batch import ORDER, RECORD, TIME, Batch, Source
 from streaming.operators.batch import value_columns as user_columns
 from streaming.operators.changes import combine, deletes, upserts
 from streaming.operators.errors import BatchError, OperatorConfigError
 from streaming.operators.event_time import CLOCK, arrive, empty_clock
+from streaming.operators.interval_pairs import LEFT, RIGHT, all_pairs
 from streaming.operators.step import Step
-from streaming.operators.tables import Transition, column, supersede
-from streaming.state import State, key_mask, last_per_key
+from streaming.operators.tables import Transition, as_of, column, supersede
+from streaming.state import State, joint_codes, key_mask
 
-LEFT = "left"
-RIGHT = "right"
-RECORD = (PARTITION, OFFSET)
 DEFAULT_GRACE_MS = 600_000
 
 
@@ -63,7 +60,8 @@ class IntervalJoin:
             ``right_columns``).
         left_columns: the left columns to keep (default: all user columns).
         grace_ms: the grace period of both inputs.
-        prune_every_ms: how much the horizon advances between two prunings of the state.
+        prune_every_ms: how far the horizon advances between two prunings of the state
+            (default: the grace period, at least a second).
     """
 
     left: Source
@@ -79,7 +77,7 @@ class IntervalJoin:
     right_key: tuple[str, ...] = ()
     left_columns: tuple[str, ...] | None = None
     grace_ms: int = DEFAULT_GRACE_MS
-    prune_every_ms: int = 60_000
+    prune_every_ms: int | None = None
 
     def __post_init__(self) -> None:
         if self.how not in ("inner", "left") or self.pick not in ("all", "latest"):
@@ -97,7 +95,7 @@ class IntervalJoin:
         if self.before_ms < 0 or self.after_ms < 0 or self.grace_ms < 0:
             msg = "before_ms, after_ms and grace_ms must be zero or more"
             raise OperatorConfigError(msg)
-        if self.prune_every_ms <= 0:
+        if self.prune_every_ms is not None and self.prune_every_ms <= 0:
             msg = "prune_every_ms must be positive"
             raise OperatorConfigError(msg)
         if self.left.name == self.right.name:
@@ -168,8 +166,8 @@ class IntervalJoin:
         if self.pick == "latest":
             parts = self._latest(transition, lefts, rights, kept, schema)
         else:
-            parts = self._all(transition, lefts, rights, kept, schema)
-        if arrivals.crossed(self.prune_every_ms):
+            parts = all_pairs(self, transition, lefts, rights, kept, schema)
+        if arrivals.crossed(self.prune_every_ms or max(self.grace_ms, 1000)):
             self._prune(transition, arrivals.horizon)  # type: ignore[arg-type]
         return Step(
             transition.state, combine(parts, schema), arrivals.dead_letters, transition.delta()
@@ -197,7 +195,7 @@ class IntervalJoin:
         if rematch.num_rows == 0:
             return []
         picks = self._best_match(transition.table(RIGHT), rematch)
-        out = self._assemble(rematch, transition.table(RIGHT), picks, kept, schema)
+        out = self.assemble(rematch, transition.table(RIGHT), picks, kept, schema)
         matched = picks >= 0
         if self.how == "inner":
             gone = out.filter(~matched).select(list(self.key_columns))
@@ -211,36 +209,22 @@ class IntervalJoin:
     def _best_match(self, rights: pa.Table | None, lefts: pa.Table) -> np.ndarray:
         """Per left row, the index in ``rights`` of its greatest match, or -1."""
         n = lefts.num_rows
+        if rights is None or rights.num_rows == 0:
+            return np.full(n, -1, dtype=np.int64)
         keys = lefts.select(list(self.on)).rename_columns(list(self.right_on))
-        candidates_mask = (
-            key_mask(rights, self.right_on, keys) if rights is not None else np.zeros(0, bool)
-        )
-        picks = np.full(n, -1, dtype=np.int64)
-        if rights is None or not candidates_mask.any():
-            return picks
-        right = _frame(rights.filter(candidates_mask), self.right_on, self.on)
-        right["__right"] = np.flatnonzero(candidates_mask)
-        left = lefts.select([*self.on, TIME]).to_pandas()
-        left["__row"] = np.arange(n)
-        left["__reach"] = left[TIME] + self.after_ms
-        _align(left, right, self.on)
-        left = left.sort_values("__reach", kind="stable")
-        right = right.sort_values(["__rtime", PARTITION, OFFSET], kind="stable")
-        joined = pd.merge_asof(
-            left,
-            right[[*self.on, "__rtime", "__right"]],
-            left_on="__reach",
-            right_on="__rtime",
-            by=list(self.on),
-            direction="backward",
-            allow_exact_matches=True,
-        )
-        ok = joined["__right"].notna().to_numpy()
-        ok &= (joined["__rtime"] >= joined[TIME] - self.before_ms).fillna(False).to_numpy()
-        picks[joined["__row"].to_numpy()[ok]] = joined["__right"].to_numpy()[ok]
-        return picks
+        near = np.flatnonzero(key_mask(rights, self.right_on, keys))
+        if len(near) == 0:
+            return np.full(n, -1, dtype=np.int64)
+        candidates = rights.take(pa.array(near))
+        mine, theirs = joint_codes([lefts, candidates], [self.on, self.right_on])
+        times = column(lefts, TIME)
+        order = [column(candidates, name) for name in ORDER]
+        picks = as_of(mine, times + self.after_ms, theirs, order)
+        found = picks >= 0
+        found[found] = order[0][picks[found]] >= times[found] - self.before_ms
+        return np.where(found, near[np.maximum(picks, 0)], -1)
 
-    def _assemble(
+    def assemble(
         self,
         lefts: pa.Table,
         rights: pa.Table | None,
@@ -260,107 +244,6 @@ class IntervalJoin:
             ]
         return pa.Table.from_arrays(columns, schema=schema)
 
-    # pick="all"
-
-    def _all(
-        self,
-        transition: Transition,
-        lefts: pa.Table,
-        rights: pa.Table,
-        kept: list[str],
-        schema: pa.Schema,
-    ) -> list[pa.Table]:
-        """Rows of every left key that got a record or a new pair, recomputed from state.
-
-        Kept records suffice: a pair of a forgotten left record is smaller than any pair of a
-        kept one, and a kept left record's matches are all kept.
-        """
-        if lefts.num_rows:
-            transition.change(LEFT, RECORD, inserts=lefts)
-        all_lefts = transition.table(LEFT)
-        all_rights = transition.table(RIGHT)
-        if all_lefts is None or all_lefts.num_rows == 0:
-            return []
-        lk = list(self.key_columns)
-        touched = [lefts.select(lk)]
-        if rights.num_rows:
-            reached = self._pairs(all_lefts, rights)
-            touched.append(all_lefts.take(pa.array(reached["__left"].to_numpy())).select(lk))
-        touched_keys = pa.concat_tables(touched)
-        if touched_keys.num_rows == 0:
-            return []
-        group = all_lefts.filter(key_mask(all_lefts, lk, touched_keys))
-        pairs = self._pairs(group, all_rights)
-        parts: list[pa.Table] = []
-        if len(pairs):
-            assert all_rights is not None
-            parts.append(self._pair_rows(group, all_rights, pairs, kept, schema))
-        if self.how == "left":
-            parts += self._null_rows(group, pairs, kept, schema)
-        return parts
-
-    def _pairs(self, lefts: pa.Table, rights: pa.Table | None) -> pd.DataFrame:
-        """Matching (``__left``, ``__right``) row index pairs between two tables."""
-        empty = pd.DataFrame({"__left": [], "__right": []}, dtype=np.int64)
-        if rights is None or rights.num_rows == 0 or lefts.num_rows == 0:
-            return empty
-        left = lefts.select([*self.on, TIME]).to_pandas()
-        left["__left"] = np.arange(lefts.num_rows)
-        right = _frame(rights, self.right_on, self.on)
-        right["__right"] = np.arange(rights.num_rows)
-        _align(left, right, self.on)
-        joined = left.merge(right[[*self.on, "__rtime", "__right"]], on=list(self.on))
-        inside = (joined["__rtime"] >= joined[TIME] - self.before_ms) & (
-            joined["__rtime"] <= joined[TIME] + self.after_ms
-        )
-        return joined.loc[inside, ["__left", "__right"]].reset_index(drop=True)
-
-    def _pair_rows(
-        self,
-        lefts: pa.Table,
-        rights: pa.Table,
-        pairs: pd.DataFrame,
-        kept: list[str],
-        schema: pa.Schema,
-    ) -> pa.Table:
-        """One upsert per (left key, right key): the greatest of its pairs."""
-        li = pairs["__left"].to_numpy()
-        ri = pairs["__right"].to_numpy()
-        left_rows = lefts.take(pa.array(li))
-        right_rows = rights.take(pa.array(ri))
-        identity = left_rows.select(list(self.key_columns))
-        right_names = []
-        for name in self.right_key:
-            right_names.append(f"__rk.{name}")
-            identity = identity.append_column(right_names[-1], right_rows.column(name))
-        order = []
-        for side, rows in (("l", left_rows), ("r", right_rows)):
-            for name in ORDER:
-                order.append(f"__{side}{name}")
-                identity = identity.append_column(order[-1], rows.column(name))
-        best = last_per_key(identity, [*self.key_columns, *right_names], order)
-        chosen = left_rows.take(pa.array(best))
-        return upserts(self._assemble(chosen, rights, ri[best], kept, schema))
-
-    def _null_rows(
-        self, group: pa.Table, pairs: pd.DataFrame, kept: list[str], schema: pa.Schema
-    ) -> list[pa.Table]:
-        """Left join: per touched left key, a null row while its greatest record has no match."""
-        lk = list(self.key_columns)
-        greatest = last_per_key(group, lk, ORDER)
-        paired = np.zeros(group.num_rows, dtype=bool)
-        paired[pairs["__left"].to_numpy()] = True
-        lonely = greatest[~paired[greatest]]
-        found = greatest[paired[greatest]]
-        out = self._assemble(
-            group.take(pa.array(lonely)), None, np.full(len(lonely), -1), kept, schema
-        )
-        gone = group.take(pa.array(found)).select(lk)
-        right_key = [self.right_columns[c] for c in self.right_key]
-        for name in right_key:
-            gone = gone.append_column(name, pa.nulls(gone.num_rows, schema.field(name).type))
-        return [upserts(out), deletes(gone, schema)]
-
     def _prune(self, transition: Transition, horizon: int) -> None:
         """Forget records no future record can reach (see the module docstring)."""
         lefts = transition.table(LEFT)
@@ -376,16 +259,3 @@ class IntervalJoin:
 
 def _unique(names: list[str]) -> list[str]:
     return list(dict.fromkeys(names))
-
-
-def _frame(rights: pa.Table, right_on: tuple[str, ...], on: tuple[str, ...]) -> pd.DataFrame:
-    """The right side's join keys (renamed to the left's names) and order as a pandas frame."""
-    frame = rights.select([*right_on, *ORDER]).to_pandas()
-    frame = frame.rename(columns={**dict(zip(right_on, on, strict=True)), TIME: "__rtime"})
-    return frame
-
-
-def _align(left: pd.DataFrame, right: pd.DataFrame, on: tuple[str, ...]) -> None:
-    for name in on:
-        if right[name].dtype != left[name].dtype:
-            right[name] = right[name].astype(left[name].dtype)
