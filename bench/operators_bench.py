@@ -5,7 +5,8 @@ operator and its hand-rolled baseline process the same synthetic log; the timers
 the processing (building the inputs is excluded for both). Prints events/s and the ratio.
 ``--rss`` runs each operator alone in a fresh process at 1M and 5M events and prints its peak
 RSS and final state rows (bounded by the horizon, not by the log). ``--verify`` checks on a
-smaller log that both produce the same output. Run it under the heavy lock:
+smaller log that both produce the same output; ``--persist`` adds writing each batch's state
+changes to a state store (fsync'ed) to the operators' time. Run it under the heavy lock:
 
     flock /tmp/kappa-heavy.lock .venv/bin/python -m bench.operators_bench
 """
@@ -18,6 +19,7 @@ import os
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from typing import Any
@@ -34,6 +36,7 @@ from streaming.operators import (
     Tumbling,
     WindowedAggregate,
 )
+from streaming.state import StateStore
 
 GRACE = 10 * wl.MINUTE
 HOUR = 60 * wl.MINUTE
@@ -121,23 +124,32 @@ def _parts(case: dict[str, Any], events: int, batch: int):
             yield part
 
 
-def run_operator(name: str, events: int, batch: int, keep: bool = False) -> dict[str, Any]:
+def run_operator(
+    name: str, events: int, batch: int, keep: bool = False, persist: bool = False
+) -> dict[str, Any]:
+    """Run the operator over the log; with ``persist`` each batch's state delta is also
+    written to a state store in a temporary directory (inside the timer)."""
     case = CASES[name]
     operator = case["operator"]()
     state = operator.initial_state()
     seconds = 0.0
     count = late = 0
     outputs = []
-    for part in _parts(case, events, batch):
-        inputs = case["batch"](part)
-        started = time.perf_counter()
-        step = operator.step(state, inputs)
-        seconds += time.perf_counter() - started
-        state = step.state
-        count += len(part)
-        late += step.dead_letters.num_rows
-        if keep:
-            outputs.append(step.changes)
+    with tempfile.TemporaryDirectory() as directory:
+        store = StateStore(directory)
+        store.load(None)
+        for batch_id, part in enumerate(_parts(case, events, batch)):
+            inputs = case["batch"](part)
+            started = time.perf_counter()
+            step = operator.step(state, inputs)
+            if persist:
+                store.write(batch_id, step.delta, step.state)
+            seconds += time.perf_counter() - started
+            state = step.state
+            count += len(part)
+            late += step.dead_letters.num_rows
+            if keep:
+                outputs.append(step.changes)
     rows = {table: state[table].num_rows for table in state}
     return {
         "seconds": seconds,
@@ -203,12 +215,12 @@ def _baseline_value(name: str, row: tuple) -> Any:
     return row if name == "window" else row[-1]
 
 
-def throughput(names: list[str], events: int, batches: list[int]) -> None:
+def throughput(names: list[str], events: int, batches: list[int], persist: bool) -> None:
     header = f"{'operator':10} {'batch':>8} {'events':>9} {'operator ev/s':>14}"
     print(f"{header} {'hand-rolled ev/s':>17} {'ratio':>6}")
     for name in names:
         for batch in batches:
-            mine = run_operator(name, events, batch)
+            mine = run_operator(name, events, batch, persist=persist)
             theirs = run_baseline(name, events, batch)
             a = mine["events"] / mine["seconds"]
             b = theirs["events"] / theirs["seconds"]
@@ -262,6 +274,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--batches", default="250000,5000")
     parser.add_argument("--only", default="asof,window,interval")
     parser.add_argument("--rss", action="store_true", help="peak RSS at 1M and 5M events")
+    parser.add_argument("--persist", action="store_true", help="operators also persist state")
     parser.add_argument("--verify", type=int, default=0, help="check outputs on N events")
     parser.add_argument("--alone", nargs=4, metavar=("NAME", "IMPL", "EVENTS", "BATCH"))
     args = parser.parse_args(argv)
@@ -277,7 +290,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.rss:
         peak_rss(names, [1_000_000, 5_000_000], 250_000)
     else:
-        throughput(names, args.events, [int(b) for b in args.batches.split(",")])
+        batches = [int(b) for b in args.batches.split(",")]
+        throughput(names, args.events, batches, args.persist)
     print(f"load average after: {os.getloadavg()}", flush=True)
 
 

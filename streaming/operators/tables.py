@@ -142,8 +142,12 @@ class Transition:
         key: Sequence[str],
         deletes: pa.Table | None = None,
         inserts: pa.Table | None = None,
+        deleted: np.ndarray | None = None,
     ) -> None:
-        """Delete the keys in ``deletes``, then insert ``inserts`` (keys absent after that)."""
+        """Delete the keys in ``deletes``, then insert ``inserts`` (keys absent after that).
+
+        ``deleted`` may give the mask of the table's rows with those keys, when known.
+        """
         if deletes is not None:
             deletes = deletes.select(list(key))
         if inserts is not None:
@@ -151,7 +155,7 @@ class Transition:
         delta = TableDelta(deletes, inserts)
         if delta.empty:
             return
-        table = apply_delta(self.state.get(name), delta)
+        table = apply_delta(self.state.get(name), delta, deleted)
         if table is not None:
             self.state[name] = table
         self._changes.setdefault(name, []).append(delta)

@@ -64,12 +64,20 @@ class TableDelta:
 StateDelta = Mapping[str, TableDelta]
 
 
-def apply_delta(table: pa.Table | None, delta: TableDelta) -> pa.Table | None:
-    """The table after ``delta``; ``table`` may be None (the table does not exist yet)."""
+def apply_delta(
+    table: pa.Table | None, delta: TableDelta, deleted: np.ndarray | None = None
+) -> pa.Table | None:
+    """The table after ``delta``; ``table`` may be None (the table does not exist yet).
+
+    ``deleted``, when the caller already knows it, is the mask of the rows whose key is in
+    ``delta.deletes`` (it saves finding them again).
+    """
     if table is None:
         return delta.inserts
     if delta.deletes is not None and delta.deletes.num_rows:
-        table = table.filter(~key_mask(table, key_of(table), delta.deletes))
+        if deleted is None:
+            deleted = key_mask(table, key_of(table), delta.deletes)
+        table = table.filter(~deleted)
     if delta.inserts is not None and delta.inserts.num_rows:
         inserts = delta.inserts
         if inserts.schema != table.schema:
