@@ -170,7 +170,9 @@ def merge_partials(
     for name, function in (extra or {}).items():
         specs.append((name, function))
         names.append(name)
-    grouped = partials.group_by(list(group), use_threads=not has_latest).aggregate(specs)
+    # One thread: "last" needs the sorted order, and float sums must add up in the same order
+    # in every run of the same batches.
+    grouped = partials.group_by(list(group), use_threads=False).aggregate(specs)
     result = {name: grouped.column(name) for name in group}
     for (column, function, *_), name in zip(specs, names, strict=True):
         result[name] = grouped.column(f"{column}_{function}")
