@@ -274,3 +274,44 @@ def test_interval_all_left_keeps_a_null_row_until_the_greatest_click_matches() -
         s=records(SEARCHES, [{"p": 0, "o": 0, "search": "s", "user": "u", "q": "x", "ts": 95}]),
     )
     assert list(feed.table) == [("c", "s")]
+
+
+@pytest.mark.parametrize("pick", ["latest", "all"])
+def test_interval_state_stays_bounded_by_the_horizon(pick: str) -> None:
+    join = IntervalJoin(
+        Source("c", time="ts"),
+        Source("s", time="ts"),
+        on=("user",),
+        right_on=("user",),
+        key_columns=("click",),
+        right_columns={"q": "q", "search": "search"},
+        before_ms=30,
+        after_ms=10,
+        how="left",
+        pick=pick,  # type: ignore[arg-type]
+        right_key=("search",) if pick == "all" else (),
+        grace_ms=50,
+        prune_every_ms=50,
+    )
+    feed = Feed(join, {"c": [0], "s": [0]})
+    sizes = []
+    for i in range(60):
+        clicks = [
+            {"p": 0, "o": i * 5 + j, "click": f"c{i}-{j}", "user": f"u{j}", "ts": i * 100 + j}
+            for j in range(5)
+        ]
+        searches = [
+            {
+                "p": 0,
+                "o": i * 5 + j,
+                "search": f"s{i}-{j}",
+                "user": f"u{j}",
+                "q": "q",
+                "ts": i * 100 + j,
+            }
+            for j in range(5)
+        ]
+        feed.send(c=records(CLICKS, clicks), s=records(SEARCHES, searches))
+        sizes.append(feed.rows())
+    assert max(sizes[20:]) == max(sizes[10:20])
+    assert max(sizes) < 40
