@@ -41,7 +41,7 @@ from streaming.operators.changes import combine, deletes, upserts
 from streaming.operators.errors import BatchError, OperatorConfigError
 from streaming.operators.event_time import CLOCK, arrive, empty_clock
 from streaming.operators.step import Step
-from streaming.operators.tables import Transition, as_of, column, fetch, supersede
+from streaming.operators.tables import Transition, as_of, column, distinct, fetch, supersede
 from streaming.state import State, joint_codes, key_mask
 
 VERSIONS = "versions"
@@ -145,7 +145,7 @@ class AsOfJoin:
         versions = arrivals.records[self.table.name]
         if versions.num_rows:
             columns = [*self.table_key, *ORDER, DELETE, *self.table_columns]
-            transition.change(VERSIONS, RECORD, inserts=versions.select(_unique(columns)))
+            transition.change(VERSIONS, RECORD, inserts=versions.select(distinct(columns)))
         winners = self._winners(transition, arrivals.records[self.stream.name].select(stored))
         rematch = self._rematch(transition, winners, versions)
         parts = []
@@ -245,7 +245,3 @@ def shadowed(versions: pa.Table, key: tuple[str, ...], horizon: int) -> np.ndarr
     keep = ranked[floor & ~tombstone[ranked]]
     drop[keep] = False
     return drop
-
-
-def _unique(names: list[str]) -> list[str]:
-    return list(dict.fromkeys(names))

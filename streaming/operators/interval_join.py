@@ -35,7 +35,7 @@ from streaming.operators.errors import BatchError, OperatorConfigError
 from streaming.operators.event_time import CLOCK, arrive, empty_clock
 from streaming.operators.interval_pairs import LEFT, RIGHT, all_pairs
 from streaming.operators.step import Step
-from streaming.operators.tables import Transition, as_of, column, supersede
+from streaming.operators.tables import Transition, as_of, column, distinct, supersede
 from streaming.state import State, joint_codes, key_mask
 
 DEFAULT_GRACE_MS = 600_000
@@ -157,8 +157,8 @@ class IntervalJoin:
         left_schema = batch.records[self.left.name].schema
         schema = self._row_schema(left_schema, batch.records[self.right.name].schema)
         kept = self._left_output(left_schema)
-        left_stored = _unique([*kept, *self.on, *ORDER])
-        right_stored = _unique([*self.right_on, *self.right_columns, *ORDER])
+        left_stored = distinct([*kept, *self.on, *ORDER])
+        right_stored = distinct([*self.right_on, *self.right_columns, *ORDER])
         rights = arrivals.records[self.right.name].select(right_stored)
         if rights.num_rows:
             transition.change(RIGHT, RECORD, inserts=rights)
@@ -183,15 +183,14 @@ class IntervalJoin:
         kept: list[str],
         schema: pa.Schema,
     ) -> list[pa.Table]:
-        winners = self._winners(transition, lefts)
+        winners, _ = supersede(transition, LEFT, self.key_columns, lefts, ORDER)
         retained = transition.table(LEFT)
         rematch = winners
         if rights.num_rows and retained is not None:
             changed = rights.select(list(self.right_on)).rename_columns(list(self.on))
-            affected = key_mask(retained, self.on, changed)
-            if winners.num_rows:
-                affected |= key_mask(retained, self.key_columns, winners)
-            rematch = retained.filter(affected)
+            affected = retained.filter(key_mask(retained, self.on, changed))
+            others = affected.filter(~key_mask(affected, self.key_columns, winners))
+            rematch = pa.concat_tables([winners, others.cast(winners.schema)])
         if rematch.num_rows == 0:
             return []
         picks = self._best_match(transition.table(RIGHT), rematch)
@@ -201,10 +200,6 @@ class IntervalJoin:
             gone = out.filter(~matched).select(list(self.key_columns))
             return [upserts(out.filter(matched)), deletes(gone, schema)]
         return [upserts(out)]
-
-    def _winners(self, transition: Transition, records: pa.Table) -> pa.Table:
-        winners, _ = supersede(transition, LEFT, self.key_columns, records, ORDER)
-        return winners
 
     def _best_match(self, rights: pa.Table | None, lefts: pa.Table) -> np.ndarray:
         """Per left row, the index in ``rights`` of its greatest match, or -1."""
@@ -232,6 +227,8 @@ class IntervalJoin:
         kept: list[str],
         schema: pa.Schema,
     ) -> pa.Table:
+        """Output rows: the ``kept`` left columns and the right columns of row ``picks``
+        of ``rights`` (null where a pick is -1 or there are no rights)."""
         n = lefts.num_rows
         columns = list(lefts.select(kept).columns)
         if rights is None:
@@ -255,7 +252,3 @@ class IntervalJoin:
         if rights is not None and rights.num_rows:
             reach = horizon - self.before_ms - self.after_ms
             transition.change(RIGHT, RECORD, deletes=rights.filter(column(rights, TIME) < reach))
-
-
-def _unique(names: list[str]) -> list[str]:
-    return list(dict.fromkeys(names))

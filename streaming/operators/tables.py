@@ -120,6 +120,11 @@ def later(a: Sequence[np.ndarray], b: Sequence[np.ndarray]) -> np.ndarray:
     return greater
 
 
+def distinct(names: Sequence[str]) -> list[str]:
+    """``names`` without repeats, in first-seen order."""
+    return list(dict.fromkeys(names))
+
+
 def column(table: pa.Table, name: str) -> np.ndarray:
     """A column as a numpy array (nulls are not expected)."""
     return table.column(name).to_numpy()
