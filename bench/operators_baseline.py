@@ -18,6 +18,10 @@ from typing import Any
 INF = float("inf")
 
 
+# Periods are compared with //, and -inf // n is nan (every comparison false): "never pruned"
+# is None, not -inf.
+
+
 class Clock:
     """Stream time per (input, partition); lateness; the horizon over a fixed partition set."""
 
@@ -50,7 +54,7 @@ class AsOfJoinBaseline:
     def __init__(self, partitions: int, grace: int, prune_every: int) -> None:
         self.clock = Clock(2, partitions, grace)
         self.prune_every = prune_every
-        self.pruned_at = -INF
+        self.pruned_at: float | None = None
         self.versions: dict[str, list[tuple]] = {}  # key -> sorted (t, p, o, country)
         self.rows: dict[str, tuple] = {}  # txn id -> (t, p, o, key, amount, country)
         self.by_key: dict[str, set[str]] = {}
@@ -92,7 +96,10 @@ class AsOfJoinBaseline:
             heapq.heappush(self.heap, (t, ident))
             changes[ident] = (*row, self._match(key, t))
         horizon = self.clock.horizon()
-        if horizon != -INF and horizon // self.prune_every > self.pruned_at // self.prune_every:
+        if horizon != -INF and (
+            self.pruned_at is None
+            or horizon // self.prune_every > self.pruned_at // self.prune_every
+        ):
             self._prune(horizon)
         return changes
 
@@ -156,7 +163,7 @@ class IntervalJoinBaseline:
         self.clock = Clock(2, partitions, grace)
         self.before = before
         self.prune_every = prune_every
-        self.pruned_at = -INF
+        self.pruned_at: float | None = None
         self.searches: dict[str, list[tuple]] = {}  # user -> sorted (t, p, o, query)
         self.clicks: dict[str, tuple] = {}  # click id -> (t, p, o, user)
         self.by_user: dict[str, set[str]] = {}
@@ -181,7 +188,7 @@ class IntervalJoinBaseline:
                 found = self.searches.setdefault(user, [])
                 insort(found, (t, p, o, label))
                 # Trim this user's searches no click can reach any more (lazily, per user).
-                reach = self.pruned_at - self.before
+                reach = -INF if self.pruned_at is None else self.pruned_at - self.before
                 if found[0][0] < reach:
                     del found[: bisect_right(found, (reach, -INF))]
                 for click in self.by_user.get(user, ()):
@@ -200,7 +207,10 @@ class IntervalJoinBaseline:
             heapq.heappush(self.heap, (t, ident))
             changes[ident] = (*row, self._best(user, t))
         horizon = self.clock.horizon()
-        if horizon != -INF and horizon // self.prune_every > self.pruned_at // self.prune_every:
+        if horizon != -INF and (
+            self.pruned_at is None
+            or horizon // self.prune_every > self.pruned_at // self.prune_every
+        ):
             self._prune(horizon)
         return changes
 
