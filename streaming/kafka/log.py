@@ -37,8 +37,12 @@ FAST_FETCH = {
 }
 # The end probe only needs a response's high watermark, which even an empty answer carries.
 PROBE_FETCH = {"fetch.wait.max.ms": "10"}
-# A probe from a remembered end is answered in milliseconds unless the log became shorter.
+# A probe from a remembered end is answered as fast as the previous probe unless the log became
+# shorter (then the embedded broker does not answer at all). Its budget is this floor or a
+# multiple of the previous probe's time, whichever is larger: the durable engine's probes slow
+# down as the log grows, and a budget below that would re-list the whole log every time.
 KNOWN_END_PROBE_S = 2.0
+KNOWN_END_PROBE_FACTOR = 3.0
 
 
 CLIENT_LOGGER = logging.getLogger("kappa.kafka")
@@ -87,6 +91,9 @@ class KafkaLog:
         # spares a ListOffsets request per partition (slow on the embedded broker).
         self._known_ends: dict[tuple[str, int], int] = {}
         self._earliest: tuple[float, OffsetMap] | None = None
+        # When the last probe ended and how long it took.
+        self._probed_at: float | None = None
+        self._probe_s = 0.0
 
     def close(self) -> None:
         if self._consumer is not None:
@@ -136,6 +143,23 @@ class KafkaLog:
         self._fresh_consumer()
         return self._probe_ends(self._list(topics)[1])
 
+    def recent_ends(self, topics: Iterable[str], max_age_s: float) -> OffsetMap:
+        """The ends this reader measured within ``max_age_s``, else :meth:`bounds`' ends.
+
+        For observers (health reports) that may be a few seconds behind but must not make the
+        log list itself again on each call.
+        """
+        topics = list(topics)
+        recent = self._probed_at is not None and time.monotonic() - self._probed_at < max_age_s
+        if recent:
+            known: OffsetMap = {t: {} for t in topics}
+            for (topic, partition), end in self._known_ends.items():
+                if topic in known:
+                    known[topic][partition] = end
+            if all(known.values()):
+                return known
+        return self.bounds(topics)[1]
+
     def bounds(self, topics: Iterable[str]) -> tuple[OffsetMap, OffsetMap]:
         """``(earliest, latest)``: one metadata request, a fetch per partition, and a listing per
         partition only where no end is known yet or the earliest offsets are older than the
@@ -155,12 +179,14 @@ class KafkaLog:
             return earliest, self._probe_ends(listed)
         starts = {t: {p: self._known_ends[(t, p)] for p in ps} for t, ps in parts.items()}
         try:
-            return cached[1], self._probe_ends(starts, KNOWN_END_PROBE_S)
+            budget = max(KNOWN_END_PROBE_S, KNOWN_END_PROBE_FACTOR * self._probe_s)
+            return cached[1], self._probe_ends(starts, min(budget, self._timeout_s))
         except (_BeyondEnd, BrokerUnavailableError):
             # Past the end of a log that shrank: Kafka answers out of range, the embedded broker
             # does not answer at all. Either way, list afresh (a broker that is down fails there).
             self._known_ends.clear()
             self._earliest = None
+            self._probed_at = None
             return self.bounds(topics)
 
     def _fresh_consumer(self) -> None:
@@ -192,6 +218,7 @@ class KafkaLog:
         """Fetch once at each listed end and read the high watermark the fetch carried (from a
         record, the end-of-partition event, or an empty response above the listed end)."""
         timeout_s = self._timeout_s if timeout_s is None else timeout_s
+        started = time.monotonic()
         tps = [TopicPartition(t, p, o) for t, parts in listed.items() for p, o in parts.items()]
         if not tps:
             return {t: {} for t in listed}
@@ -250,6 +277,8 @@ class KafkaLog:
         self._known_ends.update(
             {(t, p): end for t, parts in ends.items() for p, end in parts.items()}
         )
+        self._probed_at = time.monotonic()
+        self._probe_s = self._probed_at - started
         return ends
 
 

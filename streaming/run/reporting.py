@@ -12,6 +12,7 @@ import sys
 import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from streaming.kafka import offsets as off
@@ -21,6 +22,12 @@ if TYPE_CHECKING:
     from streaming.define.pipeline import Pipeline
     from streaming.run.deployment import Deployment
     from streaming.run.micro_batch import BatchWriter
+
+
+# How old the log ends in a health report may be. The source measures them every trigger and a
+# fresh measurement costs the broker a listing of the partition on the embedded durable engine,
+# so a report reuses a recent measurement instead of making its own.
+ENDS_MAX_AGE_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -146,7 +153,9 @@ def take_snapshot(
     """
     last = writer.results[-1] if writer.results else None
     committed = off.from_spark(last.end_offsets) if last else committed_before
-    latest = log.latest(pipeline.topics)
+    latest = reported_ends(last_progress, pipeline.topics, ENDS_MAX_AGE_S)
+    if latest is None:
+        latest = log.recent_ends(pipeline.topics, ENDS_MAX_AGE_S)
     lag = {
         t: {str(p): max(0, end - committed.get(t, {}).get(p, 0)) for p, end in parts.items()}
         for t, parts in latest.items()
@@ -177,3 +186,31 @@ def take_snapshot(
         duration_s=time.time() - started,
         fingerprint_drift=fingerprint_drift,
     )
+
+
+def reported_ends(
+    progress: Mapping[str, Any] | None, topics: tuple[str, ...], max_age_s: float
+) -> off.OffsetMap | None:
+    """The log ends the query's source measured at its last trigger (Spark's ``latestOffset``
+    in the query progress), if that trigger started within ``max_age_s`` and they cover every
+    topic; else None."""
+    if not progress or not progress.get("timestamp"):
+        return None
+    try:
+        started = datetime.fromisoformat(str(progress["timestamp"])).timestamp()
+    except ValueError:
+        return None
+    if time.time() - started > max_age_s:
+        return None
+    ends: off.OffsetMap = {}
+    for source in progress.get("sources") or []:
+        latest = source.get("latestOffset")
+        try:
+            parsed = json.loads(latest) if isinstance(latest, str) else latest
+        except ValueError:
+            continue
+        if isinstance(parsed, dict):
+            ends.update(off.from_spark(parsed))
+    if not all(ends.get(topic) for topic in topics):
+        return None
+    return {topic: ends[topic] for topic in topics}
