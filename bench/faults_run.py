@@ -18,10 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from bench import faults_checks as checks
-from bench.faults_env import Disk, Seaweed
+from bench.faults_env import Disk
 from bench.faults_workload import TOPIC, EventStream
 from bench.processes import StreamingJob
 from kappa.broker import EmbeddedBroker
+from kappa.log_broker import durable_broker
+from kappa.object_store import ObjectStore
 from kappa.testing.settings import free_port, private_settings
 from streaming.delta.table_reader import last_end_offsets
 from streaming.run.deployment import Deployment
@@ -77,8 +79,11 @@ class FaultRun:
         self.disk = Disk(work / "home")
         self.settings = private_settings(self.disk.path, free_port())
         # The broker keeps its pid and log off the faulty disk: only the platform's data is on it.
-        self.broker_settings = private_settings(work / "broker-home", self.settings.broker.port)
-        self.seaweed = Seaweed(work / "seaweed", work / "logs" / "seaweed.log") if durable else None
+        storage = {"broker.storage": "s3" if durable else "memory"}
+        self.broker_settings = private_settings(
+            work / "broker-home", self.settings.broker.port, **storage
+        )
+        self.store = ObjectStore(self.broker_settings) if durable else None
         self.broker = EmbeddedBroker(self.broker_settings)
         self.deployment = Deployment("customers", "v1", self.disk.path)
         self.events = EventStream(self.settings, rate, seed)
@@ -92,11 +97,9 @@ class FaultRun:
 
     def start(self) -> None:
         self.disk.mount()
-        if self.seaweed is not None:
-            self.seaweed.start()
-            self.broker = EmbeddedBroker(
-                self.broker_settings, storage="s3://tansu/", env=self.seaweed.broker_env()
-            )
+        if self.store is not None:
+            self.store.start()
+            self.broker = durable_broker(self.broker_settings, self.store)
         self.broker.start()
         self.events.start()
         wait_for(lambda: self.events.delivered, 30, "the first delivered event")
@@ -107,8 +110,8 @@ class FaultRun:
         self.stream.stop(timeout_s=30)
         self.events.finish(timeout_s=30)
         self.broker.stop()
-        if self.seaweed is not None:
-            self.seaweed.stop()
+        if self.store is not None:
+            self.store.stop()
         if self.disk.mode != "none":
             self.disk.read_write()
             self.disk.free()
