@@ -13,8 +13,8 @@ each topic's records in batches of exactly that size. Then, in the same run:
 - end probe: what a continuous query pays every trigger to learn the log's end (the engine lists
   every batch object of a partition on each fetch, so this grows with the log).
 
-Usage: ``python -m bench.replay [--hours 1 --hours 24] [--rate 200]``; run it under the shared
-heavy-run lock. Prints a table and writes ``bench/results/replay-*.json``.
+Usage: ``python -m bench.replay [--hours 1 --hours 24] [--rate 200] [--linger-ms 1000 ...]``;
+run it under the shared heavy-run lock. Prints a table and writes ``bench/results/replay-*.json``.
 """
 
 from __future__ import annotations
@@ -182,8 +182,11 @@ def end_probe(settings: Settings) -> dict[str, float]:
     return {"fresh_listing_s": round(fresh, 3), "trigger_probe_s": round(min(probes), 3)}
 
 
-def measure(hours: float, rate: float, work: Path) -> dict[str, Any]:
-    settings = private_settings(work / f"home-{hours:g}h", **{"broker.storage": "s3"})
+def measure(hours: float, rate: float, work: Path, linger_ms: int | None) -> dict[str, Any]:
+    overrides: dict[str, object] = {"broker.storage": "s3"}
+    if linger_ms is not None:
+        overrides["producer.linger_ms"] = linger_ms
+    settings = private_settings(work / f"home-{hours:g}h-{linger_ms}", **overrides)
     start_log_broker(settings)
     try:
         ensure_topics(settings, list(TOPICS))
@@ -254,13 +257,20 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.replay")
     parser.add_argument("--hours", type=float, action="append", help="default: 1 and 24")
     parser.add_argument("--rate", type=float, default=200.0)
+    parser.add_argument(
+        "--linger-ms",
+        type=int,
+        action="append",
+        help="the producer's linger to simulate (default: producer.linger_ms); repeat to compare",
+    )
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="kappa-replay-"))
     results = []
     try:
         for hours in args.hours or [1.0, 24.0]:
-            results.append(measure(hours, args.rate, work))
-            _print(results[-1])
+            for linger_ms in args.linger_ms or [None]:
+                results.append(measure(hours, args.rate, work, linger_ms))
+                _print(results[-1])
     finally:
         shutil.rmtree(work, ignore_errors=True)
     out = REPO_ROOT / "bench" / "results" / f"replay-{time.strftime('%Y%m%d-%H%M%S')}.json"

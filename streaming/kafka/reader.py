@@ -17,6 +17,18 @@ from streaming.kafka.offsets import PartitionRange
 
 BATCH_ROWS = 20_000
 STALL_TIMEOUT_S = 60.0
+# How much one fetch asks for. The embedded broker's durable engine answers a fetch by listing
+# every batch object of each partition in it (~50 us per object), then reading the batches it
+# returns one object at a time (2-4 ms each), so a fetch's time grows with the log's length and
+# with the bytes asked for. Large fetches keep the listings few; the request total is capped so
+# that a fetch from a day of demo traffic (16,500 objects per partition) still comes back well
+# within the socket timeout, which is raised for the same reason (a timed-out fetch is retried
+# from scratch and never makes progress).
+READ_FETCH = {
+    "max.partition.fetch.bytes": str(8 << 20),
+    "fetch.max.bytes": str(16 << 20),
+    "socket.timeout.ms": "30000",
+}
 
 _HEADER_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
 
@@ -55,7 +67,7 @@ def read_ranges(
     if not todo:
         return
     schema = arrow_schema(include_headers)
-    consumer = Consumer(consumer_config(client, **{"fetch.max.bytes": "52428800"}))
+    consumer = Consumer(consumer_config(client, **READ_FETCH))
     try:
         consumer.assign([TopicPartition(r.topic, r.partition, r.start) for r in todo])
         for rng, messages in _consume(consumer, todo, batch_rows):
