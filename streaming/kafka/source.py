@@ -34,6 +34,7 @@ keeps the raw bytes only of records with an error (the ones a dead-letter table 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -77,6 +78,10 @@ class KafkaDataSource(DataSource):
 # retention, a read that starts below them fails with a data-loss error anyway, and listing them
 # costs the embedded broker's durable engine a listing of every batch object of each partition.
 EARLIEST_TTL_S = 300.0
+# How long a trigger may plan from ends measured by an earlier one when those already decide the
+# batch (see KafkaStreamReader._reusable_bounds). Measuring again at least this often bounds
+# how long a log the broker lost meanwhile goes unnoticed by the planning.
+KNOWN_ENDS_REUSE_S = 30.0
 
 
 class KafkaRangePartition(InputPartition):
@@ -96,6 +101,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target: off.OffsetMap | None = None
         self._last_latest: off.OffsetMap | None = None
         self._bounds: tuple[off.OffsetMap, off.OffsetMap] | None = None
+        self._bounds_at = 0.0
 
     # --- driver side -----------------------------------------------------------------------
     def _kafka(self) -> KafkaLog:
@@ -118,16 +124,12 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return ReadAllAvailable()
 
     def prepareForTriggerAvailableNow(self) -> None:
-        self._bounds = self._kafka().bounds(self.options.topics)
-        self._target = self._bounds[1]
+        self._target = self._measure()[1]
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         position = off.from_spark(start)
         max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
-        if not self._known_ends_suffice(position, max_rows):
-            self._bounds = self._kafka().bounds(self.options.topics)
-        assert self._bounds is not None
-        earliest, latest = self._bounds
+        earliest, latest = self._reusable_bounds(position, max_rows) or self._measure()
         if self.options.fail_on_data_loss:
             off.check_no_data_loss(position, earliest, latest)
         position = off.add_new_partitions(position, earliest)
@@ -142,19 +144,28 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 latest = _min_offsets(latest, cap, position)
         return off.to_spark(off.cap_offsets(position, latest, max_rows))
 
-    def _known_ends_suffice(self, position: off.OffsetMap, max_rows: int | None) -> bool:
-        """Whether the ends measured before already decide this trigger's batch, so measuring
-        them again (a fetch per partition, which the embedded durable engine answers by listing
-        the partition) would change nothing: the availableNow target is below them, or the
-        backlog up to them fills a whole batch. Records lost meanwhile fail the read itself."""
-        if self._bounds is None:
-            return False
-        known = self._bounds[1]
+    def _measure(self) -> tuple[off.OffsetMap, off.OffsetMap]:
+        self._bounds = self._kafka().bounds(self.options.topics)
+        self._bounds_at = time.monotonic()
+        return self._bounds
+
+    def _reusable_bounds(
+        self, position: off.OffsetMap, max_rows: int | None
+    ) -> tuple[off.OffsetMap, off.OffsetMap] | None:
+        """The bounds measured before, if their ends already decide this trigger's batch, so
+        measuring them again (a fetch per partition, which the embedded durable engine answers by
+        listing the partition) would change nothing: the availableNow target is below them, or
+        the backlog up to them fills a whole batch. They are measured again at least every
+        ``KNOWN_ENDS_REUSE_S``, so a log the broker lost shows there too."""
+        bounds = self._bounds
+        if bounds is None or time.monotonic() - self._bounds_at > KNOWN_ENDS_REUSE_S:
+            return None
+        known = bounds[1]
         if self._target is not None:
-            return _covers(known, self._target)
+            return bounds if _covers(known, self._target) else None
         if max_rows is None or not _covers(known, position):
-            return False
-        return off.total_lag(position, known) >= max_rows
+            return None
+        return bounds if off.total_lag(position, known) >= max_rows else None
 
     def reportLatestOffset(self) -> dict | None:
         return off.to_spark(self._last_latest) if self._last_latest else None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 
+from streaming.kafka import source
 from streaming.kafka.source import KafkaStreamReader
 from streaming.kafka.source_options import SourceOptions
 
@@ -71,4 +72,18 @@ def test_without_a_read_limit_every_trigger_measures():
     reader.latestOffset({"t": {"0": 0}}, ReadAllAvailable())
     log.ends = {0: 20}
     assert _end(reader.latestOffset({"t": {"0": 10}}, ReadAllAvailable())) == {0: 20}
+    assert log.measured == 2
+
+
+def test_known_ends_are_measured_again_after_a_while(monkeypatch):
+    """So a log the broker lost during a long catch-up shows in the planning."""
+    clock = [1000.0]
+    monkeypatch.setattr(source.time, "monotonic", lambda: clock[0])
+    log = _Log({0: 10_000})
+    reader = _reader(log, max_rows=100)
+    position = reader.latestOffset({"t": {"0": 0}}, ReadMaxRows(100))
+    position = reader.latestOffset(position, ReadMaxRows(100))
+    assert log.measured == 1
+    clock[0] += source.KNOWN_ENDS_REUSE_S + 1
+    reader.latestOffset(position, ReadMaxRows(100))
     assert log.measured == 2
