@@ -142,7 +142,7 @@ class ProducerSettings(_Frozen):
     """How the demo producer batches: a record waits up to ``linger_ms`` (or until ``batch_bytes``
     are collected); on the durable engine each batch is one object, and replays pay per batch."""
 
-    linger_ms: int = Field(default=1000, ge=0, le=60_000)
+    linger_ms: int = Field(default=5000, ge=0, le=60_000)
     batch_bytes: int = Field(default=1_000_000, ge=1_000, le=100_000_000)
 
 
