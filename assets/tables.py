@@ -17,6 +17,7 @@ from dagster import (
     AssetSelection,
     Backoff,
     Config,
+    Failure,
     RetryPolicy,
     asset,
     define_asset_job,
@@ -29,6 +30,7 @@ from assets.resources import KappaSettings
 from assets.topics import topic_key
 from streaming.define.names import validate_version
 from streaming.define.pipeline import Pipeline
+from streaming.errors import InvalidNameError
 from streaming.run.deployment import Deployment
 from streaming.run.options import LaunchOptions, to_flags
 
@@ -89,7 +91,10 @@ def run_version(context: AssetExecutionContext, requested: str | None, declared:
     tagged = context.run.tags.get(VERSION_TAG)
     if tagged:
         return tagged
-    version = validate_version(requested or declared)
+    try:
+        version = validate_version(requested or declared)
+    except InvalidNameError as exc:  # a bad launch config: retrying cannot fix it
+        raise Failure(description=str(exc), allow_retries=False) from None
     context.instance.add_run_tags(context.run_id, {VERSION_TAG: version})
     return version
 
