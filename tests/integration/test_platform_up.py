@@ -90,8 +90,12 @@ def test_ctrl_c_stops_runs_then_every_process(settings, tmp_path):
         # the streaming job stopped by itself at a batch boundary on that termination.
         assert _stored_outcome(settings, run_id) == ("CANCELED", "stopped", 0), diagnosis()
     finally:
-        if up.poll() is None:
-            os.killpg(up.pid, signal.SIGKILL)
+        if up.poll() is None:  # a failed check: let `kappa up` stop what it started first
+            up.send_signal(signal.SIGINT)
+            try:
+                up.wait(timeout=90)
+            except subprocess.TimeoutExpired:
+                os.killpg(up.pid, signal.SIGKILL)
 
 
 def _stored_outcome(settings, run_id: str) -> tuple[str, object, object]:  # type: ignore[no-untyped-def]
