@@ -31,7 +31,7 @@ def defs() -> Definitions:
     return Definitions(
         assets=[
             *(topic_asset(t, settings.kafka.config_of_topic(t)) for t in topics),
-            *(table_asset(p) for p in pipelines.values()),
+            *(table_asset(p, settings.dagster.retry_delay_s) for p in pipelines.values()),
         ],
         asset_checks=[
             *(c for name in pipelines for c in health_checks(table_key(name))),

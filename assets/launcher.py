@@ -95,8 +95,11 @@ def run_deployment(
                     proc.wait(timeout=1.0)
         except DagsterExecutionInterruptedError:
             context.log.info(f"{deployment.id}: run terminated, stopping at a batch boundary")
-            stop_process_tree(proc)
-            relay.report_runless(deployment, STOPPED)
+            code = stop_process_tree(proc)
+            # Exit code 0 after SIGINT is the job's own clean stop at a batch boundary; anything
+            # else (-9) means it had to be killed, which the record must not hide.
+            context.log.info(f"{deployment.id}: streaming process exited with code {code}")
+            relay.report_runless(deployment, STOPPED, exit_code=code)
             raise
         finally:
             if proc.poll() is None:
@@ -114,8 +117,12 @@ def run_deployment(
     yield MaterializeResult(metadata=final)
 
 
-def stop_process_tree(proc: subprocess.Popen[bytes], timeout_s: float = STOP_TIMEOUT_S) -> None:
-    """SIGINT the job (graceful stop at a batch boundary), then SIGKILL whatever is left."""
+def stop_process_tree(proc: subprocess.Popen[bytes], timeout_s: float = STOP_TIMEOUT_S) -> int:
+    """SIGINT the job (graceful stop at a batch boundary), then SIGKILL whatever is left.
+
+    Returns:
+        The job's exit code: 0 when it stopped by itself, negative when it was killed.
+    """
     try:
         tree = psutil.Process(proc.pid).children(recursive=True)
     except psutil.NoSuchProcess:
@@ -128,6 +135,7 @@ def stop_process_tree(proc: subprocess.Popen[bytes], timeout_s: float = STOP_TIM
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
     kill_all(tree, timeout_s=5.0)
+    return proc.returncode
 
 
 def _raise_for_exit(code: int, deployment: Deployment, log_file: Path, relay: _Relay) -> None:
@@ -200,8 +208,12 @@ class _Relay:
     def final_metadata(self) -> dict[str, Any] | None:
         return self.last
 
-    def report_runless(self, deployment: Deployment, state: str) -> None:
+    def report_runless(
+        self, deployment: Deployment, state: str, exit_code: int | None = None
+    ) -> None:
         metadata = {**(self.last or {}), "state": state, "deployment": deployment.id}
+        if exit_code is not None:
+            metadata["exit_code"] = exit_code
         try:
             self.context.instance.report_runless_asset_event(
                 AssetObservation(asset_key=self.asset_key, metadata=metadata)

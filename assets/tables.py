@@ -17,6 +17,7 @@ from dagster import (
     AssetSelection,
     Backoff,
     Config,
+    Failure,
     RetryPolicy,
     asset,
     define_asset_job,
@@ -29,6 +30,7 @@ from assets.resources import KappaSettings
 from assets.topics import topic_key
 from streaming.define.names import validate_version
 from streaming.define.pipeline import Pipeline
+from streaming.errors import InvalidNameError
 from streaming.run.deployment import Deployment
 from streaming.run.options import LaunchOptions, to_flags
 
@@ -39,8 +41,13 @@ if TYPE_CHECKING:  # not exported by dagster itself
 
 
 # A crashed streaming process is restarted by step retries (same run, resumes from the
-# checkpoint): 5 s, 10 s, 20 s, ... and after the last one the run fails with the cause.
-CRASH_RETRIES = RetryPolicy(max_retries=5, delay=5, backoff=Backoff.EXPONENTIAL)
+# checkpoint), after the last one the run fails with the cause. Dagster's exponential backoff
+# waits delay * (2**n - 1) before retry n: 5, 15, 35, 75 and 155 s with the default 5 s.
+CRASH_RETRIES = 5
+
+
+def crash_retries(delay_s: float) -> RetryPolicy:
+    return RetryPolicy(max_retries=CRASH_RETRIES, delay=delay_s, backoff=Backoff.EXPONENTIAL)
 
 
 class StreamingRunConfig(Config, LaunchOptions):
@@ -84,12 +91,15 @@ def run_version(context: AssetExecutionContext, requested: str | None, declared:
     tagged = context.run.tags.get(VERSION_TAG)
     if tagged:
         return tagged
-    version = validate_version(requested or declared)
+    try:
+        version = validate_version(requested or declared)
+    except InvalidNameError as exc:  # a bad launch config: retrying cannot fix it
+        raise Failure(description=str(exc), allow_retries=False) from None
     context.instance.add_run_tags(context.run_id, {VERSION_TAG: version})
     return version
 
 
-def table_asset(pipeline: Pipeline) -> AssetsDefinition:
+def table_asset(pipeline: Pipeline, retry_delay_s: float) -> AssetsDefinition:
     @asset(
         key=table_key(pipeline.name),
         deps=[topic_key(t) for t in pipeline.topics],
@@ -99,7 +109,7 @@ def table_asset(pipeline: Pipeline) -> AssetsDefinition:
         kinds={"spark", "delta"},
         metadata={"pipeline": pipeline.name, "key": pipeline.table.key},
         output_required=False,
-        retry_policy=CRASH_RETRIES,
+        retry_policy=crash_retries(retry_delay_s),
     )
     def _table(context: AssetExecutionContext, config: StreamingRunConfig, kappa: KappaSettings):
         settings = kappa.load()

@@ -53,6 +53,7 @@ _ENV = {
     "JAVA_HOME": "spark.java_home",
     "SPARK_HOME": "spark.spark_home",
     "KAPPA_DAGSTER_PORT": "dagster.port",
+    "KAPPA_RETRY_DELAY_S": "dagster.retry_delay_s",
     "KAPPA_RETENTION_HOURS": "versions.retention_hours",
 }
 
@@ -161,6 +162,8 @@ class SparkSettings(_Frozen):
 class DagsterSettings(_Frozen):
     host: str = "127.0.0.1"
     port: int = Field(default=3000, ge=1, le=65535)
+    # The first delay before a crashed deployment is retried; each next one adds twice as much.
+    retry_delay_s: float = Field(default=5.0, gt=0)
 
 
 class VersionSettings(_Frozen):

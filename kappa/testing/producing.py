@@ -20,6 +20,7 @@ class Out:
     key: bytes | None
     value: bytes | None
     partition: int | None = None
+    headers: tuple[tuple[str, bytes | None], ...] | None = None
 
 
 def send(
@@ -44,7 +45,9 @@ def send(
     errors: list[str] = []
     count = 0
     for r in records:
-        kwargs = {} if r.partition is None else {"partition": r.partition}
+        kwargs: dict[str, object] = {} if r.partition is None else {"partition": r.partition}
+        if r.headers is not None:
+            kwargs["headers"] = list(r.headers)
         while True:
             try:
                 producer.produce(

@@ -70,6 +70,10 @@ def run_pipeline(
             from streaming.run.spark_session import build_spark_session
 
             spark = build_spark_session(settings.spark, app_name=f"kappa-{deployment.id}")
+            # PySpark's SparkContext replaces the SIGINT handler with one that cancels every
+            # job and raises KeyboardInterrupt mid-batch; take it back so a stop waits for the
+            # batch boundary.
+            signal.signal(signal.SIGINT, on_signal)
             runner = PipelineRunner(
                 spark,
                 pipeline,

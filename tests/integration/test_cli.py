@@ -86,9 +86,10 @@ def test_run_then_show_prints_exactly_the_compacted_topic(settings, broker):
     shown = kappa(settings, "table", "show", "customer_spend", "--format", "jsonl")
     spend = {r["customer_id"]: r for r in map(json.loads, shown.stdout.splitlines())}
     expected_spend = spend_state(replay(settings.kafka.bootstrap_servers, "transactions"))
-    assert {k: Decimal(str(r["total_amount"])) for k, r in spend.items()} == {
-        k: r["total_amount"] for k, r in expected_spend.items()
-    }
+    # every column of every row (the amount printed as JSON text, compared exactly as a decimal)
+    assert {
+        k: {**r, "total_amount": Decimal(str(r["total_amount"]))} for k, r in spend.items()
+    } == (expected_spend)
 
     text = kappa(settings, "table", "show", "customers", "--limit", "3")
     assert text.stdout.splitlines()[0].split()[:3] == ["customer_id", "name", "email"]
@@ -111,3 +112,23 @@ def test_show_into_a_closed_pipe_is_not_an_error(settings, broker):
     )
     assert len(shown.stdout.splitlines()) == 1
     assert "Traceback" not in shown.stderr and "BrokenPipe" not in shown.stderr
+
+
+@pytest.mark.integration
+def test_demo_produce_sends_exactly_count_events_that_the_pipelines_read(settings, broker):
+    produced = kappa(settings, "demo", "produce", "--count", "600", "--seed", "7")
+    assert produced.returncode == 0, produced.stderr[-3000:]
+    assert f"produced 600 events to {settings.kafka.bootstrap_servers}" in produced.stdout
+    log = {t: replay(settings.kafka.bootstrap_servers, t) for t in ("customers", "transactions")}
+    assert sum(len(records) for records in log.values()) == 600
+    assert log["customers"] and log["transactions"]  # the demo mixes both kinds
+    for name in ("customers", "customer_spend"):
+        assert kappa(settings, "run", name, "--until-caught-up").returncode == 0
+    shown = kappa(settings, "table", "show", "customers", "--format", "jsonl")
+    rows = {r["customer_id"]: r for r in map(json.loads, shown.stdout.splitlines())}
+    assert rows == customers_state(log["customers"])
+    shown = kappa(settings, "table", "show", "customer_spend", "--format", "jsonl")
+    spend = {r["customer_id"]: r for r in map(json.loads, shown.stdout.splitlines())}
+    exact = {k: {**r, "total_amount": Decimal(str(r["total_amount"]))} for k, r in spend.items()}
+    assert exact == spend_state(log["transactions"])
+    assert sum(r["txn_count"] for r in spend.values()) == len(log["transactions"])

@@ -10,6 +10,7 @@ import pytest
 
 from kappa.testing.producing import customer_changes, send
 from kappa.testing.reference import customers_state, replay
+from kappa.testing.report_table import table_with
 from streaming.run.deployment import Deployment
 from streaming.settings import REPO_ROOT, Settings
 from streaming.wait import wait_until
@@ -37,6 +38,13 @@ def _rows(settings: Settings) -> dict | None:
         return None
 
 
+def _listed(settings: Settings) -> dict[str, dict[str, str]]:
+    listed = _kappa(settings, "deployments", "list")
+    assert listed.returncode == 0, listed.stderr
+    rows = table_with(listed.stdout, "pipeline")
+    return {r["pipeline"]: {k: v for k, v in r.items() if k != "pipeline"} for r in rows}
+
+
 def _run_id(output: str) -> str:
     return output.split(" as run ", 1)[1].split(":", 1)[0]
 
@@ -55,6 +63,19 @@ def test_deploy_then_stop(tmp_path):
         # v1 consumes: its table reaches the whole log (a later version never reads past it).
         assert wait_until(lambda: _rows(settings) == customers_state(log), 120, 1.0)
 
+        # `kappa deployments list` shows what the UI shows: the running deployment with its run,
+        # lag and rows; a pipeline never deployed as such.
+        expected = {
+            "status": "running",
+            "run_id": run_id,
+            "lag": "0",
+            "rows": str(len(customers_state(log))),
+        }
+        assert wait_until(lambda: _listed(settings).get("customers") == expected, 60, 1.0), _listed(
+            settings
+        )
+        assert _listed(settings)["customer_spend"]["status"] == "never run"
+
         again = _kappa(settings, "deploy", "customers")
         assert again.returncode == 2
         assert f"customers v1 is already running (run {run_id})" in again.stderr
@@ -63,6 +84,7 @@ def test_deploy_then_stop(tmp_path):
         assert stopped.returncode == 0, stopped.stderr
         platform.wait_status(run_id, {"CANCELED"}, 60)
         assert platform.holder_pid("customers") is None
+        assert _listed(settings)["customers"]["status"] == "stopped"
 
         once = _kappa(
             settings, "deploy", "customers", "--version", "v2", "--mode", "until_caught_up"

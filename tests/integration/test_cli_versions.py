@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from kappa.cli import main
 from kappa.testing.producing import Out, customer_changes, send
+from kappa.testing.report_table import row_where, table_with
 
 pytestmark = pytest.mark.integration
 
@@ -39,7 +42,12 @@ def test_tables_history_quality_report_and_refusals(spark, settings, broker, cap
     assert code == 0 and "- -> v1 (first deployment)" in out
 
     code, out, _ = _kappa(settings, capsys, "quality", "report", "customers", "--run")
-    assert code == 0 and "customers" in out and "expect" in out.lower()
+    assert code == 0
+    checks = table_with(out, "check")
+    verdict = re.search(r"Table customers: (\w+) \((\d+) of (\d+) checks failed\)", out)
+    assert verdict is not None, out
+    assert verdict.groups() == ("PASSED", "0", str(len(checks)))
+    assert row_where(checks, "check", "in_set(country)")["result"] == "ok"
 
     # a bad country code injected into the topic is caught by the suite, with its count
     send(
@@ -55,7 +63,15 @@ def test_tables_history_quality_report_and_refusals(spark, settings, broker, cap
     )
     assert _kappa(settings, capsys, "run", "customers", "--until-caught-up")[0] == 0
     code, out, _ = _kappa(settings, capsys, "quality", "report", "customers", "--run")
-    assert code == 0 and "country" in out and "FAILED" in out.upper()
+    assert code == 0
+    verdict = re.search(r"Table customers: (\w+) \((\d+) of (\d+) checks failed\)", out)
+    assert verdict is not None, out
+    assert verdict.groups() == ("FAILED", "1", str(len(checks)))
+    # exactly the one injected row breaks the country check, and the report shows which
+    failing = row_where(table_with(out, "check"), "check", "in_set(country)")
+    assert failing["result"] == "FAIL"
+    assert failing["unexpected"] == "1"
+    assert "zz-bad" in failing["examples"] or "XX" in failing["examples"], failing
 
     code, _, err = _kappa(settings, capsys, "retire", "customers", "v1")
     assert code == 2 and "is live" in err

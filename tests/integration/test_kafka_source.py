@@ -14,6 +14,7 @@ from streaming.kafka.log import KafkaLog
 from streaming.kafka.offsets import PartitionRange
 from streaming.kafka.reader import read_ranges
 from streaming.kafka.source import FORMAT
+from streaming.wait import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -44,9 +45,11 @@ def _collect(spark, settings, checkpoint, tasks=None, **options):  # type: ignor
         .start()
     )
     try:
-        query.awaitTermination(120)
+        finished = query.awaitTermination(120)
     finally:
         query.stop()
+    assert finished, "the availableNow query did not finish within 120 s"
+    assert query.exception() is None, query.exception()
     return rows, batches
 
 
@@ -92,16 +95,88 @@ def test_reads_every_record_exactly_despite_batching_producers(spark, settings, 
     assert sorted(v for *_, v in rows) == sorted(f"latev{i}".encode() for i in range(500))
 
 
-def test_latest_and_json_starting_offsets(spark, settings, broker, tmp_path):
+def test_latest_reads_exactly_what_comes_after_the_start(spark, settings, broker, tmp_path):
+    ensure_topics(settings, {"b": {"cleanup.policy": "delete"}})
+    send(settings, [Out("b", b"k", f"old{i}".encode(), partition=i % 2) for i in range(10)])
+    rows: list[bytes] = []
+    query = (
+        spark.readStream.format(FORMAT)
+        .option("kafka.bootstrap.servers", settings.kafka.bootstrap_servers)
+        .option("subscribe", "b")
+        .option("startingOffsets", "latest")
+        .load()
+        .writeStream.foreachBatch(lambda df, _: rows.extend(r.value for r in df.collect()))
+        .option("checkpointLocation", str(tmp_path / "latest"))
+        .trigger(processingTime="200 milliseconds")
+        .start()
+    )
+    try:
+        # The first (empty) trigger's progress means the start position has been resolved.
+        assert wait_until(lambda: query.lastProgress is not None, 120), query.status
+        assert rows == []
+        new = [f"new{i}".encode() for i in range(10)]
+        send(settings, [Out("b", b"k", v, partition=i % 2) for i, v in enumerate(new)])
+        assert wait_until(lambda: len(rows) >= len(new) or query.exception(), 120), rows
+        assert query.exception() is None, query.exception()
+    finally:
+        query.stop()
+    assert sorted(rows) == sorted(new)
+
+
+def test_json_starting_offsets(spark, settings, broker, tmp_path):
     ensure_topics(settings, {"b": {"cleanup.policy": "delete"}})
     send(settings, [Out("b", b"k", f"old{i}".encode(), partition=0) for i in range(10)])
-    rows, _ = _collect(
-        spark, settings, tmp_path / "latest", subscribe="b", startingOffsets="latest"
-    )
-    assert rows == []
     spec = json.dumps({"b": {"0": 7, "1": -2}})
     rows, _ = _collect(spark, settings, tmp_path / "json", subscribe="b", startingOffsets=spec)
     assert [v for *_, v in rows] == [b"old7", b"old8", b"old9"]
+
+
+def test_include_headers_reads_every_header_in_order(spark, settings, broker, tmp_path):
+    sent = [
+        Out("h", b"k", b"no headers", partition=0),
+        Out("h", b"k", b"one", partition=0, headers=(("trace", b"t-1"),)),
+        Out("h", b"k", b"two", partition=0, headers=(("a", b"1"), ("b", None), ("a", b"2"))),
+    ]
+    send(settings, sent)
+    got: list[tuple[bytes, list[tuple[str, bytes | None]] | None]] = []
+
+    def sink(df, _):  # type: ignore[no-untyped-def]
+        got.extend(
+            (r.value, None if r.headers is None else [(h.key, h.value) for h in r.headers])
+            for r in df.collect()
+        )
+
+    query = (
+        spark.readStream.format(FORMAT)
+        .option("kafka.bootstrap.servers", settings.kafka.bootstrap_servers)
+        .option("subscribe", "h")
+        .option("startingOffsets", "earliest")
+        .option("includeHeaders", "true")
+        .load()
+        .writeStream.foreachBatch(sink)
+        .option("checkpointLocation", str(tmp_path / "with"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    try:
+        assert query.awaitTermination(120), "the availableNow query did not finish"
+    finally:
+        query.stop()
+    assert query.exception() is None, query.exception()
+    by_value = {value: headers or [] for value, headers in got}
+    assert by_value == {
+        b"no headers": [],
+        b"one": [("trace", b"t-1")],
+        b"two": [("a", b"1"), ("b", None), ("a", b"2")],
+    }
+    # without the option the schema has no headers column (as with Spark's Kafka source)
+    without = (
+        spark.readStream.format(FORMAT)
+        .option("kafka.bootstrap.servers", settings.kafka.bootstrap_servers)
+        .option("subscribe", "h")
+        .load()
+    )
+    assert "headers" not in without.columns
 
 
 def test_several_topics_in_one_source(spark, settings, broker, tmp_path):

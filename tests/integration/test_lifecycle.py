@@ -40,6 +40,14 @@ def _txn_total(platform) -> int:  # type: ignore[no-untyped-def]
     return sum(r["txn_count"] for r in _spend(platform).values())
 
 
+def _stop_record(platform, pipeline: str) -> dict:  # type: ignore[no-untyped-def]
+    """The state and exit code the launcher recorded when the deployment's run ended."""
+    event = latest_event(platform.api, pipeline)
+    assert event is not None
+    values = {m["label"]: m.get("intValue", m.get("text")) for m in event["metadataEntries"]}
+    return {"state": values.get("state"), "exit_code": values.get("exit_code")}
+
+
 def _tree(pid: int) -> list[psutil.Process]:
     proc = psutil.Process(pid)
     return [proc, *proc.children(recursive=True)]
@@ -52,14 +60,15 @@ def test_launch_watch_stop_relaunch_without_loss(platform):
     platform.wait_status(run_id, {"STARTED"}, timeout_s=60)
     assert wait_until(lambda: _txn_total(platform) == 1000, timeout_s=120, interval_s=0.5)
 
-    # events produced while it runs reach the table and the observations
+    # events produced while it runs reach the table and the observations (the run's count
+    # covers both sends)
     send(settings, transactions(1500, seed=21))
     assert wait_until(lambda: _txn_total(platform) == 2500, timeout_s=60, interval_s=0.5)
     assert wait_until(
         lambda: (
             (e := latest_event(platform.api, "customer_spend")) is not None
             and any(
-                m["label"] == "records_processed" and m.get("intValue", 0) >= 1500
+                m["label"] == "records_processed" and m.get("intValue") == 2500
                 for m in e["metadataEntries"]
             )
         ),
@@ -85,6 +94,9 @@ def test_launch_watch_stop_relaunch_without_loss(platform):
     platform.wait_status(run_id, {"CANCELED"}, timeout_s=30)
     _, alive = psutil.wait_procs(processes, timeout=max(1, 30 - (time.monotonic() - stopped_at)))
     assert alive == []
+    # It stopped by itself at a batch boundary (exit 0), not by the SIGKILL that follows 25 s
+    # of ignoring SIGINT.
+    assert _stop_record(platform, "customer_spend") == {"state": "stopped", "exit_code": 0}
 
     # more events while stopped; the relaunch resumes from the checkpoint
     send(settings, transactions(700, seed=22))

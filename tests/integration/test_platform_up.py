@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import signal
 import subprocess
@@ -9,8 +10,10 @@ import sys
 
 import psutil
 import pytest
+from dagster import AssetKey, DagsterInstance
 from dagster_graphql import DagsterGraphQLClient
 
+from assets.names import table_key_path
 from kappa.broker import EmbeddedBroker
 from kappa.dagster_api import DagsterApi
 from streaming.run.deployment import Deployment
@@ -49,7 +52,7 @@ def test_ctrl_c_stops_runs_then_every_process(settings, tmp_path):
         assert wait_until(lambda: _ready(api) or up.poll() is not None, 120, 0.5), diagnosis()
         assert up.poll() is None, diagnosis()
         client = DagsterGraphQLClient("127.0.0.1", port_number=settings.dagster.port)
-        client.submit_job_execution(
+        run_id = client.submit_job_execution(
             "deploy_customers",
             run_config={"ops": {"tables__customers": {"config": {"report_every_s": 2.0}}}},
         )
@@ -59,8 +62,21 @@ def test_ctrl_c_stops_runs_then_every_process(settings, tmp_path):
         assert wait_until(lambda: _all_parts_running(up.pid), 60, 0.5), diagnosis()
         broker_pid = EmbeddedBroker(settings).status().pid
         assert broker_pid is not None
+
+        # Every server binds to 127.0.0.1 only: Dagster, the broker, the Spark driver and its
+        # block manager (the JVM), and whatever else listens.
+        def java_listening() -> int:
+            procs = [psutil.Process(up.pid), *psutil.Process(up.pid).children(recursive=True)]
+            return sum("java" in name for _, _, name in _listening(procs))
+
+        assert wait_until(lambda: java_listening() >= 2, 60, 0.5), diagnosis()
         tree = [psutil.Process(up.pid), *psutil.Process(up.pid).children(recursive=True)]
         tree.append(psutil.Process(broker_pid))
+        listening = _listening(tree)
+        assert any(settings.dagster.port == port for _, port, _ in listening), listening
+        assert any(settings.broker.port == port for _, port, _ in listening), listening
+        assert sum("java" in name for _, _, name in listening) >= 2, listening  # driver + blocks
+        assert all(_loopback(ip) for ip, _, _ in listening), listening
 
         up.send_signal(signal.SIGINT)
         up.wait(timeout=120)
@@ -70,9 +86,57 @@ def test_ctrl_c_stops_runs_then_every_process(settings, tmp_path):
         _, alive = psutil.wait_procs(tree, timeout=10)
         assert alive == [], [_cmdline(p) for p in alive]
         assert lock.holder() is None
+        # Dagster's own storage says the run was terminated (not just killed with its tree), and
+        # the streaming job stopped by itself at a batch boundary on that termination.
+        assert _stored_outcome(settings, run_id) == ("CANCELED", "stopped", 0), diagnosis()
     finally:
-        if up.poll() is None:
-            os.killpg(up.pid, signal.SIGKILL)
+        if up.poll() is None:  # a failed check: let `kappa up` stop what it started first
+            up.send_signal(signal.SIGINT)
+            try:
+                up.wait(timeout=90)
+            except subprocess.TimeoutExpired:
+                os.killpg(up.pid, signal.SIGKILL)
+
+
+def _stored_outcome(settings, run_id: str) -> tuple[str, object, object]:  # type: ignore[no-untyped-def]
+    """The run's status and the deployment's last recorded state and exit code, read from the
+    Dagster instance's storage after everything stopped."""
+    instance = DagsterInstance.from_config(str(settings.home.dagster))
+    try:
+        run = instance.get_run_by_id(run_id)
+        assert run is not None, f"run {run_id} is not in Dagster's storage"
+        records = instance.fetch_observations(AssetKey(table_key_path("customers")), 20).records
+        states = [
+            r.asset_observation.metadata
+            for r in records
+            if r.asset_observation and "state" in r.asset_observation.metadata
+        ]
+        assert states, "no deployment state was recorded"
+        last = states[0]  # newest first
+        exit_code = last["exit_code"].value if "exit_code" in last else None
+        return run.status.value, last["state"].value, exit_code
+    finally:
+        instance.dispose()
+
+
+def _loopback(address: str) -> bool:
+    """127.0.0.1 itself, or as the JVM reports it on a dual-stack socket (::ffff:127.0.0.1)."""
+    ip = ipaddress.ip_address(address)
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return str(mapped or ip) == "127.0.0.1"
+
+
+def _listening(processes: list[psutil.Process]) -> list[tuple[str, int, str]]:
+    """(address, port, process name) of every listening TCP socket of ``processes``."""
+    found = []
+    for proc in processes:
+        try:
+            sockets = proc.net_connections(kind="inet")
+            name = proc.name()
+        except psutil.Error:  # exited meanwhile
+            continue
+        found += [(c.laddr.ip, c.laddr.port, name) for c in sockets if c.status == "LISTEN"]
+    return found
 
 
 def _all_parts_running(pid: int) -> bool:

@@ -1,5 +1,10 @@
 from __future__ import annotations
 
+import json
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -38,12 +43,35 @@ def test_unknown_pipeline_lists_the_known_ones():
         get_pipeline(DEMO, "nope")
 
 
-def test_fingerprints_are_stable_and_distinct():
-    prints = {p.fingerprint for p in registry(DEMO).values()}
-    assert len(prints) == len(registry(DEMO))
-    assert (
-        get_pipeline(DEMO, "customers").fingerprint == get_pipeline(DEMO, "customers").fingerprint
+_PRINT_FINGERPRINTS = """
+import json, sys
+from streaming.define.registry import registry
+modules = tuple(sys.argv[1].split(","))
+print(json.dumps({name: p.fingerprint for name, p in registry(modules).items()}))
+"""
+
+
+def _fingerprints_in_a_new_process(hash_seed: str) -> dict[str, str]:
+    # A different hash seed per process: anything in the fingerprint that depends on hash(),
+    # id() or memory layout would show as a difference.
+    env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+    out = subprocess.run(
+        [sys.executable, "-c", _PRINT_FINGERPRINTS, ",".join(DEMO)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
     )
+    return json.loads(out.stdout)
+
+
+def test_fingerprints_are_distinct_and_the_same_in_every_process():
+    here = {name: p.fingerprint for name, p in registry(DEMO).items()}
+    assert len(set(here.values())) == len(here)
+    assert all(re.fullmatch(r"[0-9a-f]{16}", f) for f in here.values())
+    assert _fingerprints_in_a_new_process("1") == here
+    assert _fingerprints_in_a_new_process("2") == here
 
 
 def test_demo_events_are_deterministic_per_seed():

@@ -1,0 +1,91 @@
+"""How a deployment's failures reach Dagster: a DATA LOSS stop (exit 3) fails the step at once,
+with its cause and the log's tail, and is not retried (a crash would be)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from dagster import AssetKey, DagsterEventType, DagsterInstance, materialize
+
+from assets.definitions import defs
+from assets.resources import KappaSettings, spark_resource
+from kappa.testing.producing import send, transactions
+from kappa.testing.reference import replay, spend_state
+from kappa.testing.settings import private_settings
+from tests.integration.helpers import table_rows
+
+pytestmark = pytest.mark.integration
+
+
+def _materialize_spend(settings, instance: DagsterInstance):  # type: ignore[no-untyped-def]
+    return _materialize(settings, instance, "customer_spend")
+
+
+def _materialize(settings, instance: DagsterInstance, pipeline: str):  # type: ignore[no-untyped-def]
+    os.environ.update(settings.to_env())  # the definitions read their settings too
+    try:
+        definitions = defs()
+        table = next(
+            a
+            for a in definitions.assets
+            if getattr(a, "key", None) == AssetKey(["tables", pipeline])
+        )
+        return materialize(
+            [table],
+            instance=instance,
+            resources={
+                "kappa": KappaSettings(home=str(settings.home)),
+                "spark": spark_resource(settings),
+            },
+            run_config={"ops": {f"tables__{pipeline}": {"config": {"mode": "until_caught_up"}}}},
+            raise_on_error=False,
+        )
+    finally:
+        for key in settings.to_env():
+            os.environ.pop(key, None)
+
+
+def test_data_loss_fails_the_step_with_cause_and_log_tail_and_is_not_retried(settings, broker):
+    instance = DagsterInstance.ephemeral()
+    send(settings, transactions(300, seed=60))
+    assert _materialize_spend(settings, instance).success
+    before = table_rows(settings, "customer_spend")
+    assert before == spend_state(replay(settings.kafka.bootstrap_servers, "transactions"))
+
+    broker.stop()  # the in-memory broker forgets every topic
+    broker.start()
+    send(settings, transactions(50, seed=61))  # the log now ends below the checkpoint
+    result = _materialize_spend(settings, instance)
+
+    assert not result.success
+    types = [e.event_type for e in result.all_events]
+    assert DagsterEventType.STEP_UP_FOR_RETRY not in types  # a crash would be retried
+    [failure] = [e for e in result.all_events if e.is_step_failure]
+    data = failure.step_failure_data
+    assert data.user_failure_data is not None, data.error
+    assert "stopped on DATA LOSS; not retrying" in data.user_failure_data.description
+    metadata = {k: getattr(v, "value", v) for k, v in data.user_failure_data.metadata.items()}
+    assert metadata["exit_code"] == 3
+    assert "DATA LOSS" in metadata["log_tail"] and "transactions-" in metadata["log_tail"]
+    assert table_rows(settings, "customer_spend") == before  # nothing was written
+
+
+def test_a_crash_is_retried_with_backoff_then_fails_with_its_cause_and_log_tail(tmp_path):
+    """No broker: every attempt exits at once (code 2), so only the retry schedule takes time."""
+    settings = private_settings(tmp_path / "home", **{"dagster.retry_delay_s": 0.5})
+    result = _materialize(settings, DagsterInstance.ephemeral(), "customers")
+    assert not result.success
+    events = result.all_events
+    retries = [e for e in events if e.event_type == DagsterEventType.STEP_UP_FOR_RETRY]
+    # 5 retries, the n-th after retry_delay_s * (2**n - 1)
+    assert [r.event_specific_data.seconds_to_wait for r in retries] == [0.5, 1.5, 3.5, 7.5, 15.5]
+    restarts = [e for e in events if e.event_type == DagsterEventType.STEP_RESTARTED]
+    assert len(restarts) == 5  # each retry did run the job again
+    [failure] = [e for e in events if e.is_step_failure]
+    final = failure.step_failure_data.user_failure_data
+    assert final is not None
+    assert "streaming process exited with code 2" in final.description
+    metadata = {k: getattr(v, "value", v) for k, v in final.metadata.items()}
+    assert metadata["exit_code"] == 2
+    assert "did not answer" in metadata["log_tail"]  # the cause, from the job's log

@@ -1,0 +1,113 @@
+"""The `lag` and `freshness` checks of a running deployment turn red when it falls behind and
+stops committing while input waits, and green again once it catches up (real Spark and broker)."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+from dagster import AssetKey
+
+from assets.checks.health import check_evaluations
+from kappa.testing.producing import customer_changes, send
+from streaming.define.registry import get_pipeline
+from streaming.run.deployment import Deployment
+from streaming.run.options import RunOptions
+from streaming.run.reporting import Snapshot
+from streaming.run.runner import PipelineRunner
+from streaming.wait import wait_until
+
+pytestmark = pytest.mark.integration
+
+
+class _Recorder:
+    """Collects every progress report the running deployment makes."""
+
+    def __init__(self) -> None:
+        self.snapshots: list[Snapshot] = []
+
+    def started(self, deployment: Any, options: Any) -> None:
+        pass
+
+    def warning(self, message: str) -> None:
+        pass
+
+    def progress(self, snapshot: Snapshot) -> None:
+        self.snapshots.append(snapshot)
+
+    def finished(self, snapshot: Snapshot) -> None:
+        self.snapshots.append(snapshot)
+
+
+def _verdicts(snapshot: Snapshot) -> dict[str, bool]:
+    key = AssetKey(["tables", "customers"])
+    return {e.check_name: e.passed for e in check_evaluations(key, snapshot)}
+
+
+def test_lag_and_freshness_turn_red_then_green(spark, settings, broker):
+    send(settings, customer_changes(100, seed=80))
+    pipeline = get_pipeline(settings.pipelines, "customers")
+    options = RunOptions(
+        mode="continuous",
+        # batches 40 s apart: records sent just after one wait long enough to be seen waiting
+        trigger_interval="40 seconds",
+        report_every_s=0.5,
+        lag_threshold=50,
+        stall_after_s=5.0,
+    )
+    recorder, stop = _Recorder(), threading.Event()
+    runner = PipelineRunner(
+        spark,
+        pipeline,
+        Deployment("customers", "v1", settings.home),
+        settings,
+        options,
+        recorder,
+        stop=stop,
+    )
+    failures: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            runner.run()
+        except BaseException as exc:
+            failures.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    try:
+        seen = recorder.snapshots
+
+        def started() -> bool:
+            return bool(failures) or any(s.batches >= 1 and s.total_lag == 0 for s in list(seen))
+
+        assert wait_until(started, 120)
+        assert failures == []
+        assert _verdicts(seen[-1]) == {"lag": True, "freshness": True}
+        sent_at = len(seen)  # reports from here on were taken after the send began
+
+        def first_after(predicate: Any) -> Snapshot | None:
+            return next((s for s in list(seen)[sent_at:] if predicate(s)), None)
+
+        send(settings, customer_changes(400, seed=81))
+        waiting = lambda s: s.total_lag == 400  # noqa: E731 - every sent record is waiting
+        assert wait_until(lambda: first_after(lambda s: waiting(s) and s.state == "lagging"), 30)
+        lagging = first_after(lambda s: waiting(s) and s.state == "lagging")
+        assert lagging is not None
+        assert _verdicts(lagging) == {"lag": False, "freshness": True}
+        assert wait_until(lambda: first_after(lambda s: s.state == "stalled"), 30), seen[-3:]
+        stalled = first_after(lambda s: s.state == "stalled")
+        assert stalled is not None and stalled.total_lag == 400
+        assert _verdicts(stalled)["freshness"] is False
+        # the next batch takes the backlog: both checks are green again
+        caught_up = lambda s: s.taken_at > stalled.taken_at and s.total_lag == 0  # noqa: E731
+        assert wait_until(lambda: failures or first_after(caught_up), 90), seen[-3:]
+        recovered = first_after(caught_up)
+        assert recovered is not None, failures
+        assert _verdicts(recovered) == {"lag": True, "freshness": True}
+    finally:
+        stop.set()
+        thread.join(timeout=120)
+    assert not thread.is_alive()
+    assert failures == []
