@@ -80,6 +80,7 @@ class Event:
     topic: str
     key: str
     value: bytes | None
+    timestamp: int | None = None  # the record timestamp: the event's time (epoch ms)
 
 
 def events(
@@ -89,8 +90,16 @@ def events(
     step_ms: int = 10,
     tombstone_rate: float = 0.02,
     profile_share: float = 0.3,
+    out_of_order: float = 0.05,
+    beyond_grace: float = 0.005,
 ) -> Iterator[Event]:
-    """An endless, deterministic stream of profile updates, deletions and transactions."""
+    """An endless, deterministic stream of profile updates, deletions and transactions.
+
+    Event times advance by ``step_ms``; a share ``out_of_order`` of events is 1 s to 5 min older
+    (a late delivery within the pipelines' 10-minute grace) and a share ``beyond_grace`` 15 to 30
+    minutes older (late: dead-lettered by the stateful pipelines). Every record's timestamp is its
+    event time.
+    """
     rng = random.Random(seed)
     now = int(time.time() * 1000) if start_ms is None else start_ms
     home = {}
@@ -98,11 +107,16 @@ def events(
     while True:
         ts = now + i * step_ms
         i += 1
+        delay = rng.random()
+        if delay < out_of_order:
+            ts -= rng.randrange(1_000, 300_000)
+        elif delay < out_of_order + beyond_grace:
+            ts -= rng.randrange(900_000, 1_800_000)
         cid = f"c{rng.randrange(customers):06d}"
         if rng.random() < profile_share or cid not in home:
             if cid in home and rng.random() < tombstone_rate / profile_share:
                 del home[cid]
-                yield Event(CUSTOMERS_TOPIC, cid, None)
+                yield Event(CUSTOMERS_TOPIC, cid, None, ts)
                 continue
             home[cid] = rng.choice(COUNTRIES)
             first, last = rng.choice(FIRST), rng.choice(LAST)
@@ -113,7 +127,7 @@ def events(
                 "country": home[cid],
                 "updated_at": ts,
             }
-            yield Event(CUSTOMERS_TOPIC, cid, _json(profile))
+            yield Event(CUSTOMERS_TOPIC, cid, _json(profile), ts)
             continue
         country = home[cid] if rng.random() < 0.9 else rng.choice(COUNTRIES)
         txn = {
@@ -124,7 +138,7 @@ def events(
             "country": country,
             "ts": ts,
         }
-        yield Event(TRANSACTIONS_TOPIC, cid, _json(txn))
+        yield Event(TRANSACTIONS_TOPIC, cid, _json(txn), ts)
 
 
 def _json(obj: object) -> bytes:
@@ -182,6 +196,7 @@ def produce(
                         key=event.key.encode(),
                         value=event.value,
                         on_delivery=on_delivery,
+                        **({} if event.timestamp is None else {"timestamp": event.timestamp}),
                     )
                     break
                 except BufferError:

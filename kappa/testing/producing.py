@@ -20,6 +20,7 @@ class Out:
     key: bytes | None
     value: bytes | None
     partition: int | None = None
+    timestamp: int | None = None  # the record timestamp (epoch ms); None: the producer's clock
 
 
 def send(
@@ -44,7 +45,9 @@ def send(
     errors: list[str] = []
     count = 0
     for r in records:
-        kwargs = {} if r.partition is None else {"partition": r.partition}
+        kwargs: dict[str, int] = {} if r.partition is None else {"partition": r.partition}
+        if r.timestamp is not None:
+            kwargs["timestamp"] = r.timestamp
         while True:
             try:
                 producer.produce(
@@ -101,4 +104,46 @@ def transactions(
             "ts": start_ms + rng.randrange(10**6),
         }
         out.append(Out("transactions", cid.encode(), json.dumps(value).encode()))
+    return out
+
+
+def fraud_events(
+    n: int, seed: int, customers: int = 40, start_ms: int = 1_700_000_000_000, step_ms: int = 1000
+) -> list[Out]:
+    """Customer changes (tombstones included) and transactions, one per second of event time,
+    each record's timestamp its event time; about 6% arrive up to 9 minutes out of order (within
+    a 10-minute grace) and 1.5% 15-30 minutes out of order (late)."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        t = start_ms + i * step_ms
+        draw = rng.random()
+        if draw < 0.06:
+            t -= rng.randrange(1_000, 540_000)
+        elif draw < 0.075:
+            t -= rng.randrange(900_000, 1_800_000)
+        cid = f"c{rng.randrange(customers):03d}"
+        country = rng.choice(["DE", "FR", "US"])
+        if rng.random() < 0.3:
+            if rng.random() < 0.1:
+                out.append(Out("customers", cid.encode(), None, timestamp=t))
+                continue
+            value = {
+                "customer_id": cid,
+                "name": f"name-{i}",
+                "email": f"{cid}.{i}@example.com",
+                "country": country,
+                "updated_at": t,
+            }
+        else:
+            value = {
+                "txn_id": f"t{seed}-{i}",
+                "customer_id": cid,
+                "amount": round(rng.uniform(0.01, 500), 2),
+                "currency": "EUR",
+                "country": country,
+                "ts": t,
+            }
+        topic = "customers" if "updated_at" in value else "transactions"
+        out.append(Out(topic, cid.encode(), json.dumps(value).encode(), timestamp=t))
     return out

@@ -95,6 +95,27 @@ class LatestPerKey(TableKind):
 
 
 @dataclass(frozen=True)
+class ChangeRows(TableKind):
+    """Full-row upserts and deletes, at most one per key per batch: what a stateful plan's
+    operator emits. The change rows are the table's columns plus ``_delete``."""
+
+    key: str
+
+    def change_schema(self, table_schema: pa.Schema) -> pa.Schema:
+        return pa.schema([*table_schema, pa.field("_delete", pa.bool_())])
+
+    def rows_to_append(self, changes: pa.Table) -> pa.Table:
+        return changes.filter(pc.invert(changes["_delete"]))
+
+    def merge(self, merger: Merger, columns: dict[str, str]) -> Merger:
+        return (
+            merger.when_matched_delete(predicate="s._delete = true")
+            .when_matched_update(updates=columns, predicate="s._delete = false")
+            .when_not_matched_insert(updates=columns, predicate="s._delete = false")
+        )
+
+
+@dataclass(frozen=True)
 class Accumulate(TableKind):
     """A running aggregate per key: the transform returns one row per key for the batch, and
     ``updates`` says how a batch row folds into the stored row (SQL over ``t.`` and ``s.``).
