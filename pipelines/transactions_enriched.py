@@ -32,6 +32,7 @@ PIPELINE = Pipeline(
     name="transactions_enriched",
     version=VERSION,
     plan=PLAN,
+    publish="transactions_enriched",
     description=(
         "Each transaction with the customer's country and name as of its time; suspicious when "
         "the customer did not exist then or lives in another country."

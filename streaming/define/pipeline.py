@@ -21,7 +21,8 @@ from streaming.define.fingerprint import fingerprint
 from streaming.define.names import validate_pipeline_name, validate_version
 from streaming.define.plan import Plan
 from streaming.define.table_kinds import ChangeRows, TableKind
-from streaming.define.value_schema import check_required, parse_value_schema
+from streaming.define.topic import Topic
+from streaming.define.value_schema import check_required, ddl_of, parse_value_schema
 from streaming.errors import DefineError
 
 if TYPE_CHECKING:
@@ -45,6 +46,8 @@ class Pipeline:
         table_schema: the table's Arrow schema (its key first).
         plan: a stateful plan instead of ``transform``; it fills ``topics``, ``table`` and
             ``table_schema`` (leave them and the value schema fields out).
+        publish: a topic the live version publishes the table's changes to (a compacted
+            changelog: key, row as JSON, null on delete); read it with :meth:`output_topic`.
         settings: anything else that shapes the output; part of the fingerprint.
         quality: the table's quality spec (``quality.rules.TableSpec``), if declared.
         comparison: thresholds and expected changes for comparing a new version with the live
@@ -63,6 +66,7 @@ class Pipeline:
     table: TableKind = None  # type: ignore[assignment]  # filled from the plan when None
     table_schema: pa.Schema = None  # type: ignore[assignment]  # filled from the plan when None
     plan: Plan | None = None
+    publish: str | None = None
     description: str = ""
     settings: dict[str, Any] = field(default_factory=dict)
     quality: Any = None
@@ -108,6 +112,18 @@ class Pipeline:
         object.__setattr__(self, "topics", plan.topics)
         object.__setattr__(self, "table", ChangeRows(key=plan.key[0]))
         object.__setattr__(self, "table_schema", plan.table_schema())
+
+    def output_topic(self) -> Topic:
+        """The published changelog as a topic another pipeline reads (as a table)."""
+        if self.publish is None:
+            msg = f"pipeline {self.name} publishes no topic: set publish='<topic>'"
+            raise DefineError(msg)
+        return Topic(
+            self.publish,
+            key=self.table.key,
+            value_schema=ddl_of(self.table_schema),
+            tombstones="delete",
+        )
 
     @property
     def fingerprint(self) -> str:

@@ -21,7 +21,15 @@ import pyarrow.dataset as ds
 
 from streaming.define.topic import Topic
 from streaming.errors import DefineError
-from streaming.operators import DELETE, AsOfJoin, BatchError, Operator, OperatorConfigError, Source
+from streaming.operators import (
+    DELETE,
+    AsOfJoin,
+    BatchError,
+    Compaction,
+    Operator,
+    OperatorConfigError,
+    Source,
+)
 
 DEFAULT_GRACE = timedelta(minutes=10)
 
@@ -82,6 +90,8 @@ class Plan:
                 return self.operator._row_schema(stream, table)
             except (BatchError, OperatorConfigError) as exc:
                 raise DefineError(str(exc)) from None
+        if isinstance(self.operator, Compaction):
+            return self.operator.output_schema(empty[self.operator.source.name].schema)
         msg = f"no table schema for operator {type(self.operator).__name__}"
         raise DefineError(msg)
 
@@ -89,6 +99,8 @@ class Plan:
         """The output table's schema: key columns first."""
         try:
             rows = self.project(self.operator_schema().empty_table())
+            if "_keep" in rows.column_names:
+                rows = rows.drop_columns(["_keep"])
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
             msg = f"a column expression or filter does not fit the rows: {exc}"
             raise DefineError(msg) from None
@@ -128,6 +140,14 @@ class TableInput:
     """A topic read as a table (see ``Topic.table``)."""
 
     topic: Topic
+
+    def rows(self) -> Plan:
+        """The table itself (per key the latest record; a tombstone deletes), to filter or
+        extend with columns."""
+        source = source_of(self.topic)
+        plan = Plan(inputs=(self.topic,), operator=Compaction(source, (self.topic.key,)))
+        plan.table_schema()
+        return plan
 
 
 @dataclass(frozen=True)

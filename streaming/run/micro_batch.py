@@ -18,6 +18,7 @@ from streaming.delta.dead_letters import DeadLetters
 from streaming.kafka.decode import BatchSplitter
 from streaming.run.deployment import Deployment
 from streaming.run.planned_batch import PlannedBatch
+from streaming.run.publication import ChangelogPublisher
 
 # Results kept for reports (the last one) and benchmarks (per-batch timings); totals cover them all.
 RECENT_RESULTS = 100
@@ -53,7 +54,12 @@ class BatchTotals:
 class BatchWriter:
     """The ``foreachBatch`` function of one deployment."""
 
-    def __init__(self, pipeline: Pipeline, deployment: Deployment) -> None:
+    def __init__(
+        self,
+        pipeline: Pipeline,
+        deployment: Deployment,
+        publisher: ChangelogPublisher | None = None,
+    ) -> None:
         self.pipeline = pipeline
         self.deployment = deployment
         self.table = CompactedTable(
@@ -64,6 +70,7 @@ class BatchWriter:
         stateful = pipeline.plan is not None
         self.splitter = None if stateful else BatchSplitter(pipeline)
         self.planned = PlannedBatch(pipeline, deployment) if stateful else None
+        self.publisher = publisher
         self.results: deque[BatchResult] = deque(maxlen=RECENT_RESULTS)
         self.totals = BatchTotals()
 
@@ -79,6 +86,8 @@ class BatchWriter:
             planned = self.planned.run(batch.toArrow(), batch_id, end_offsets, committed)
             arrow, input_rows = planned.changes, planned.input_rows
             dead_count = self.dead_letters.append(planned.dead_letters, batch_id)
+            if self.publisher is not None:  # before the commit: a replay finds it published
+                self.publisher.publish(arrow, batch_id)
         else:
             arrow, input_rows, dead_count = self._transform(batch, batch_id)
         result = self.table.apply(
