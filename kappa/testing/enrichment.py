@@ -140,3 +140,31 @@ def enriched_reference(
             "suspicious": customer_country is None or customer_country != value["country"],
         }
     return rows, late_c | late_t
+
+
+def spend_hourly_reference(
+    records: list[Stamped], prefix: Prefix
+) -> tuple[dict[tuple[str, int], dict[str, Any]], set[tuple[str, int, int]]]:
+    """spend_hourly on ``prefix``: rows by (customer_id, window_start), and the late records."""
+    txns = [r for r in records if r.topic == "transactions"]
+    kept, late = on_time(txns, prefix, _txn_time)
+    rows: dict[tuple[str, int], dict[str, Any]] = {}
+    for record in kept:
+        value = json.loads(record.value)
+        start = value["ts"] - value["ts"] % 3_600_000
+        key = (record.key.decode(), start)
+        amount = Decimal(str(value["amount"]))
+        row = rows.setdefault(
+            key,
+            {
+                "customer_id": key[0],
+                "window_start": start,
+                "txn_count": 0,
+                "total_amount": Decimal("0.00"),
+                "max_amount": amount,
+            },
+        )
+        row["txn_count"] += 1
+        row["total_amount"] += amount
+        row["max_amount"] = max(row["max_amount"], amount)
+    return rows, late

@@ -10,5 +10,23 @@ from streaming.define.pipeline import Pipeline
 from streaming.define.plan import Plan
 from streaming.define.table_kinds import Accumulate, ChangeRows, LatestPerKey, TableKind
 from streaming.define.topic import Topic
+from streaming.operators import Count, Hopping, Latest, Max, Mean, Min, Session, Sum, Tumbling
 
-__all__ = ["Accumulate", "ChangeRows", "LatestPerKey", "Pipeline", "Plan", "TableKind", "Topic"]
+__all__ = [
+    "Accumulate",
+    "ChangeRows",
+    "Count",
+    "Hopping",
+    "Latest",
+    "LatestPerKey",
+    "Max",
+    "Mean",
+    "Min",
+    "Pipeline",
+    "Plan",
+    "Session",
+    "Sum",
+    "TableKind",
+    "Topic",
+    "Tumbling",
+]

@@ -106,11 +106,8 @@ class Pipeline:
             )
             msg += "and a pipeline with a plan has no transform"
             raise DefineError(msg)
-        if len(plan.key) != 1:
-            msg = f"pipeline {self.name}: the table key must be one column, not {plan.key}"
-            raise DefineError(msg)
         object.__setattr__(self, "topics", plan.topics)
-        object.__setattr__(self, "table", ChangeRows(key=plan.key[0]))
+        object.__setattr__(self, "table", ChangeRows(key=plan.key[0], also=plan.key[1:]))
         object.__setattr__(self, "table_schema", plan.table_schema())
 
     def output_topic(self) -> Topic:

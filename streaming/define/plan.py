@@ -23,13 +23,16 @@ from streaming.define.topic import Topic
 from streaming.errors import DefineError
 from streaming.operators import (
     DELETE,
+    Aggregation,
     AsOfJoin,
     BatchError,
     Compaction,
     Operator,
     OperatorConfigError,
     Source,
+    WindowedAggregate,
 )
+from streaming.operators.windows import Window
 
 DEFAULT_GRACE = timedelta(minutes=10)
 
@@ -50,6 +53,7 @@ class Plan:
     operator: Operator
     derived: tuple[tuple[str, pc.Expression], ...] = ()
     condition: pc.Expression | None = None
+    selected: tuple[str, ...] | None = None
 
     @property
     def topics(self) -> tuple[str, ...]:
@@ -73,6 +77,16 @@ class Plan:
         plan.table_schema()  # an unknown column or a type error fails here, at definition
         return plan
 
+    def select(self, *columns: str) -> Plan:
+        """Keep only these columns (the key columns are always kept, first)."""
+        chosen = [*self.key, *[c for c in columns if c not in self.key]]
+        names = self.table_schema().names
+        unknown = [c for c in chosen if c not in names]
+        if unknown:
+            msg = f"select: no columns {unknown}; the rows have {names}"
+            raise DefineError(msg)
+        return replace(self, selected=tuple(chosen))
+
     def where(self, condition: pc.Expression) -> Plan:
         """Keep only the output rows for which ``condition`` is true (null counts as false)."""
         combined = condition if self.condition is None else self.condition & condition
@@ -90,6 +104,10 @@ class Plan:
                 return self.operator._row_schema(stream, table)
             except (BatchError, OperatorConfigError) as exc:
                 raise DefineError(str(exc)) from None
+        if isinstance(self.operator, WindowedAggregate):
+            records = empty[self.operator.source.name]
+            records = records.append_column("_time", pa.array([], pa.int64()))
+            return self.operator._row_schema(records, records.schema)
         if isinstance(self.operator, Compaction):
             return self.operator.output_schema(empty[self.operator.source.name].schema)
         msg = f"no table schema for operator {type(self.operator).__name__}"
@@ -101,6 +119,8 @@ class Plan:
             rows = self.project(self.operator_schema().empty_table())
             if "_keep" in rows.column_names:
                 rows = rows.drop_columns(["_keep"])
+            if self.selected is not None:
+                rows = rows.select(list(self.selected))
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
             msg = f"a column expression or filter does not fit the rows: {exc}"
             raise DefineError(msg) from None
@@ -132,7 +152,32 @@ class Plan:
         parts = [repr(self.inputs), repr(self.operator)]
         parts += [f"{name} = {expression}" for name, expression in self.derived]
         parts.append(f"where {self.condition}")
+        parts.append(f"select {self.selected}")
         return "\n".join(parts)
+
+
+def _window_plan(
+    topic: Topic,
+    window: Window,
+    by: str | tuple[str, ...],
+    aggregations: Mapping[str, Aggregation],
+    grace: timedelta,
+    retention: timedelta | None,
+) -> Plan:
+    try:
+        operator = WindowedAggregate(
+            source=source_of(topic),
+            key_columns=_names(by),
+            window=window,
+            aggregations=dict(aggregations),
+            grace_ms=_ms(grace),
+            retention_ms=None if retention is None else _ms(retention),
+        )
+    except OperatorConfigError as exc:
+        raise DefineError(f"window: {exc}") from None
+    plan = Plan(inputs=(topic,), operator=operator)
+    plan.table_schema()
+    return plan
 
 
 @dataclass(frozen=True)
@@ -155,6 +200,28 @@ class StreamInput:
     """A topic read as a stream (see ``Topic.stream``)."""
 
     topic: Topic
+
+    def window(
+        self,
+        window: Window,
+        *,
+        by: str | tuple[str, ...],
+        aggregations: Mapping[str, Aggregation],
+        grace: timedelta = DEFAULT_GRACE,
+        retention: timedelta | None = None,
+    ) -> Plan:
+        """Aggregates per key and event-time window: one row per (``by``, ``window_start``)
+        with ``window_end`` and the aggregates so far.
+
+        Args:
+            window: ``Tumbling``, ``Hopping`` or ``Session`` (``streaming.define.windows``).
+            by: the grouping columns.
+            aggregations: output column -> ``Count()``, ``Sum(col)``, ``Min``, ``Max``,
+                ``Mean`` or ``Latest``.
+            grace: how far below its partition's stream time a record may be and still count.
+            retention: how long a final window stays in the table (None: forever).
+        """
+        return _window_plan(self.topic, window, by, aggregations, grace, retention)
 
     def join_as_of(
         self,

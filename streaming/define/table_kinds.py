@@ -37,6 +37,11 @@ class TableKind(ABC):
 
     key: str
 
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """Every key column (a composite key has more than ``key``)."""
+        return (self.key,)
+
     def change_schema(self, table_schema: pa.Schema) -> pa.Schema:
         """The Arrow schema of the rows a transform hands to the sink."""
         return table_schema
@@ -97,9 +102,15 @@ class LatestPerKey(TableKind):
 @dataclass(frozen=True)
 class ChangeRows(TableKind):
     """Full-row upserts and deletes, at most one per key per batch: what a stateful plan's
-    operator emits. The change rows are the table's columns plus ``_delete``."""
+    operator emits. The change rows are the table's columns plus ``_delete``. ``also`` names
+    the further columns of a composite key."""
 
     key: str
+    also: tuple[str, ...] = ()
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return (self.key, *self.also)
 
     def change_schema(self, table_schema: pa.Schema) -> pa.Schema:
         return pa.schema([*table_schema, pa.field("_delete", pa.bool_())])

@@ -88,3 +88,29 @@ def test_a_crash_between_state_write_and_table_commit_replays_the_batch(tmp_path
     again = PlannedBatch(PIPELINE, deployment).run(second, 1, _ends(2, 2), 0).changes
     assert again.sort_by("txn_id").equals(expected.sort_by("txn_id"))
     assert {r["txn_id"] for r in again.to_pylist()} == {"t1", "t2"}
+
+
+def test_hourly_windows_merge_into_a_table_with_a_composite_key(tmp_path: Path) -> None:
+    from pipelines.spend_hourly import PIPELINE as HOURLY
+    from streaming.delta.compacted_table import CompactedTable
+
+    deployment = Deployment(HOURLY.name, "v1", tmp_path)
+    planned = PlannedBatch(HOURLY, deployment)
+    table = CompactedTable(deployment.table_path, HOURLY.table_schema, HOURLY.table, "test")
+    hour = 3_600_000
+    batches = [
+        _raw([_txn(0, T0, "a"), _txn(1, T0 + hour, "b")]),
+        _raw([_txn(2, T0 + hour - 60_000, "c"), _txn(3, T0 + 2 * hour, "d")]),
+    ]
+    for batch_id, raw in enumerate(batches):
+        ends = _ends(0, 2 * (batch_id + 1))
+        out = planned.run(raw, batch_id, ends, batch_id - 1 if batch_id else None)
+        table.apply(out.changes, batch_id, ends, deployment.id)
+    rows = {
+        (r["customer_id"], r["window_start"]): r
+        for r in table.table().to_pyarrow_table().to_pylist()
+    }
+    start = T0 - T0 % hour
+    assert sorted(rows) == [("c1", start), ("c1", start + hour), ("c1", start + 2 * hour)]
+    assert [rows[k]["txn_count"] for k in sorted(rows)] == [1, 2, 1]
+    assert rows[("c1", start + hour)]["total_amount"] == Decimal("25.00")
