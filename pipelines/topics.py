@@ -23,3 +23,19 @@ TRANSACTIONS = Topic(
     time="ts",
     required=("txn_id", "amount"),
 )
+
+SEARCHES = Topic(
+    "searches",
+    key="user_id",
+    value_schema="user_id string, query string, ts bigint",
+    time="ts",
+    required=("query",),
+)
+
+CLICKS = Topic(
+    "clicks",
+    key="user_id",
+    value_schema="click_id string, user_id string, url string, ts bigint",
+    time="ts",
+    required=("click_id", "url"),
+)

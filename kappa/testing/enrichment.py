@@ -168,3 +168,39 @@ def spend_hourly_reference(
         row["total_amount"] += amount
         row["max_amount"] = max(row["max_amount"], amount)
     return rows, late
+
+
+def clicks_reference(
+    records: list[Stamped], prefix: Prefix, before_ms: int = 600_000
+) -> tuple[dict[str, dict[str, Any]], set[tuple[str, int, int]]]:
+    """clicks_enriched on ``prefix``: each click (the greatest (ts, partition, offset) per
+    click_id) with the query of the same user's search of greatest (ts, partition, offset) with
+    ts in [click ts - 10 min, click ts]; and the late records."""
+    clicks, late_c = on_time([r for r in records if r.topic == "clicks"], prefix, _txn_time)
+    searches, late_s = on_time([r for r in records if r.topic == "searches"], prefix, _txn_time)
+    by_user: dict[str, list[tuple[int, int, int, str]]] = {}
+    for record in searches:
+        value = json.loads(record.value)
+        user = record.key.decode()
+        by_user.setdefault(user, []).append(
+            (value["ts"], record.partition, record.offset, value["query"])
+        )
+    defining: dict[str, tuple[tuple[int, int, int], dict]] = {}
+    for record in clicks:
+        value = json.loads(record.value)
+        value["user_id"] = record.key.decode()
+        rank = (value["ts"], record.partition, record.offset)
+        if value["click_id"] not in defining or defining[value["click_id"]][0] < rank:
+            defining[value["click_id"]] = (rank, value)
+    rows = {}
+    for click_id, (_, value) in defining.items():
+        t = value["ts"]
+        near = [s for s in by_user.get(value["user_id"], []) if t - before_ms <= s[0] <= t]
+        rows[click_id] = {
+            "click_id": click_id,
+            "user_id": value["user_id"],
+            "url": value["url"],
+            "ts": t,
+            "search_query": max(near)[3] if near else None,
+        }
+    return rows, late_c | late_s

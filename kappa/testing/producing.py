@@ -147,3 +147,26 @@ def fraud_events(
         topic = "customers" if "updated_at" in value else "transactions"
         out.append(Out(topic, cid.encode(), json.dumps(value).encode(), timestamp=t))
     return out
+
+
+def clickstream(n: int, seed: int, users: int = 30, start_ms: int = 1_700_000_000_000) -> list[Out]:
+    """Searches (40%) and clicks of ``users`` users, one event per 20 s of event time, keyed
+    by user, each record's timestamp its event time; out of order as :func:`fraud_events`."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        t = start_ms + i * 20_000
+        draw = rng.random()
+        if draw < 0.06:
+            t -= rng.randrange(1_000, 540_000)
+        elif draw < 0.075:
+            t -= rng.randrange(900_000, 1_800_000)
+        user = f"u{rng.randrange(users):03d}"
+        if rng.random() < 0.4:
+            value = {"user_id": user, "query": f"q{rng.randrange(50)}", "ts": t}
+            topic = "searches"
+        else:
+            value = {"click_id": f"k{seed}-{i}", "user_id": user, "url": f"/p/{i}", "ts": t}
+            topic = "clicks"
+        out.append(Out(topic, user.encode(), json.dumps(value).encode(), timestamp=t))
+    return out

@@ -27,6 +27,7 @@ from streaming.operators import (
     AsOfJoin,
     BatchError,
     Compaction,
+    IntervalJoin,
     Operator,
     OperatorConfigError,
     Source,
@@ -102,6 +103,13 @@ class Plan:
             table = empty[self.operator.table.name].schema
             try:
                 return self.operator._row_schema(stream, table)
+            except (BatchError, OperatorConfigError) as exc:
+                raise DefineError(str(exc)) from None
+        if isinstance(self.operator, IntervalJoin):
+            left = empty[self.operator.left.name].schema
+            right = empty[self.operator.right.name].schema
+            try:
+                return self.operator._row_schema(left, right)
             except (BatchError, OperatorConfigError) as exc:
                 raise DefineError(str(exc)) from None
         if isinstance(self.operator, WindowedAggregate):
@@ -222,6 +230,51 @@ class StreamInput:
             retention: how long a final window stays in the table (None: forever).
         """
         return _window_plan(self.topic, window, by, aggregations, grace, retention)
+
+    def join_latest_within(
+        self,
+        other: StreamInput,
+        *,
+        on: str | tuple[str, ...],
+        key: str | tuple[str, ...],
+        columns: Mapping[str, str],
+        before: timedelta,
+        after: timedelta = timedelta(0),
+        how: Literal["inner", "left"] = "left",
+        grace: timedelta = DEFAULT_GRACE,
+    ) -> Plan:
+        """Each record with the latest record of ``other`` of the same join key whose event time
+        is within [t - before, t + after] (a stream-stream join; one row per output key).
+
+        Args:
+            other: the other stream; its join columns have the names ``on`` names.
+            on: the join key columns (in both streams).
+            key: the output key (columns of this stream), e.g. ``"click_id"``.
+            columns: other's column -> output column, the values to add.
+            before: how far before a record's time a match may be.
+            after: how far after.
+            how: ``"left"`` keeps records without a match (null columns); ``"inner"`` drops them.
+            grace: how far below its partition's stream time a record may be and still count.
+        """
+        try:
+            operator = IntervalJoin(
+                left=source_of(self.topic),
+                right=source_of(other.topic),
+                on=_names(on),
+                right_on=_names(on),
+                key_columns=_names(key),
+                right_columns=dict(columns),
+                before_ms=_ms(before),
+                after_ms=_ms(after),
+                how=how,
+                pick="latest",
+                grace_ms=_ms(grace),
+            )
+        except OperatorConfigError as exc:
+            raise DefineError(f"join_latest_within: {exc}") from None
+        plan = Plan(inputs=(self.topic, other.topic), operator=operator)
+        plan.table_schema()
+        return plan
 
     def join_as_of(
         self,
