@@ -24,6 +24,17 @@ from streaming.run.deployment import Deployment
 from streaming.state import State, StateStore
 
 RAW_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp")
+RAW_SCHEMA = pa.schema(
+    [
+        ("key", pa.binary()),
+        ("value", pa.binary()),
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("offset", pa.int64()),
+        ("timestamp", pa.timestamp("us", tz="UTC")),
+    ]
+)
+DEAD_SCHEMA = RAW_SCHEMA.append(pa.field("error", pa.string()))
 
 
 @dataclass(frozen=True)
@@ -58,6 +69,7 @@ class PlannedBatch:
     ) -> PlannedChanges:
         """Apply one batch of raw records (the Kafka source's columns) and persist the state."""
         state = self.state_as_of(committed)
+        raw = normalized(raw)
         records: dict[str, pa.Table] = {}
         bad: list[pa.Table] = []
         for topic in self.plan.inputs:
@@ -71,7 +83,14 @@ class PlannedBatch:
         self._state = step.state
         late = late_records(raw, step.dead_letters)
         changes = self.plan.finish(step.changes, self.schema)
-        return PlannedChanges(changes, raw.num_rows, pa.concat_tables([*bad, late]))
+        dead = pa.concat_tables([piece.cast(DEAD_SCHEMA) for piece in [*bad, late]])
+        return PlannedChanges(changes, raw.num_rows, dead)
+
+
+def normalized(raw: pa.Table) -> pa.Table:
+    """The source's columns with fixed types (Spark may hand large binary/string types over, and
+    non-null flags), so every piece of a batch concatenates and decodes alike."""
+    return raw.select(list(RAW_COLUMNS)).cast(RAW_SCHEMA)
 
 
 def decoder_of(topic: Topic) -> ValueDecoder:
@@ -103,15 +122,11 @@ def decode(topic: Topic, decoder: ValueDecoder, raw: pa.Table) -> tuple[pa.Table
 def late_records(raw: pa.Table, letters: pa.Table) -> pa.Table:
     """The raw records an operator dead-lettered, with their reason as ``error``."""
     if letters.num_rows == 0:
-        schema = raw.select(list(RAW_COLUMNS)).schema
-        return schema.append(pa.field("error", pa.string())).empty_table()
+        return DEAD_SCHEMA.empty_table()
     wanted = letters.select(["input", "partition", "offset", "reason"]).rename_columns(
         ["topic", "partition", "offset", "error"]
     )
-    source = raw.select(list(RAW_COLUMNS))
-    source = source.set_column(2, "topic", source.column("topic").cast(pa.string()))
-    source = source.set_column(3, "partition", source.column("partition").cast(pa.int32()))
-    joined = source.join(wanted, keys=["topic", "partition", "offset"], join_type="inner")
+    joined = raw.join(wanted, keys=["topic", "partition", "offset"], join_type="inner")
     assert joined.num_rows == letters.num_rows, "a dead-lettered record is not in the batch"
     return joined.select([*RAW_COLUMNS, "error"])
 
