@@ -13,7 +13,7 @@ from streaming.define.value_schema import ValueField, check_required, parse_valu
 from streaming.errors import DefineError
 
 if TYPE_CHECKING:
-    from streaming.define.plan import StreamInput, TableInput
+    from streaming.define.inputs import StreamInput, TableInput
 
 Tombstones = Literal["delete", "invalid"]
 
@@ -81,7 +81,7 @@ class Topic:
 
     def stream(self) -> StreamInput:
         """This topic as a stream: every record is an event."""
-        from streaming.define.plan import StreamInput
+        from streaming.define.inputs import StreamInput
 
         return StreamInput(self)
 
@@ -90,6 +90,6 @@ class Topic:
         if not self.changelog:
             msg = f"topic {self.name}: a table input needs tombstones='delete' (a changelog)"
             raise DefineError(msg)
-        from streaming.define.plan import TableInput
+        from streaming.define.inputs import TableInput
 
         return TableInput(self)
