@@ -114,3 +114,43 @@ def test_hourly_windows_merge_into_a_table_with_a_composite_key(tmp_path: Path) 
     assert sorted(rows) == [("c1", start), ("c1", start + hour), ("c1", start + 2 * hour)]
     assert [rows[k]["txn_count"] for k in sorted(rows)] == [1, 2, 1]
     assert rows[("c1", start + hour)]["total_amount"] == Decimal("25.00")
+
+
+class _Collected:
+    """What the writer needs of Spark's micro-batch DataFrame: its rows as Arrow."""
+
+    def __init__(self, table: pa.Table) -> None:
+        self.table = table
+
+    def toArrow(self) -> pa.Table:
+        return self.table
+
+
+def test_the_writer_commits_each_batch_once_with_late_records_dead_lettered(
+    tmp_path: Path,
+) -> None:
+    from streaming.delta.dead_letters import DeadLetters
+    from streaming.delta.table_reader import read_arrow
+    from streaming.run.micro_batch import BatchWriter
+
+    deployment = Deployment(PIPELINE.name, "v1", tmp_path)
+    batches = [
+        ([_customer(0, T0, "DE"), _txn(0, T0 + 1_000, "t1")], _ends(1, 1)),
+        ([_txn(1, T0 + 2_000_000, "t2", "FR"), _customer(1, T0 + 1_500, "FR")], _ends(2, 2)),
+        ([_txn(2, T0 + 2_000, "t-late")], _ends(2, 3)),
+    ]
+    log = deployment.checkpoint_path / "offsets"
+    log.mkdir(parents=True)
+    for batch_id, (_, ends) in enumerate(batches):
+        (log / str(batch_id)).write_text(f'v1\n{{"batchWatermarkMs":0}}\n{json.dumps(ends)}\n')
+    writer = BatchWriter(PIPELINE, deployment)
+    for batch_id, (rows, _) in enumerate(batches):
+        writer(_Collected(_raw(rows)), batch_id)  # type: ignore[arg-type]
+    writer(_Collected(_raw(batches[-1][0])), 2)  # a restarted query re-offers the last batch
+    table = {r["txn_id"]: r for r in read_arrow(deployment.table_path).to_pylist()}
+    assert sorted(table) == ["t1", "t2"]
+    assert table["t1"]["customer_country"] == "DE"  # FR came at T0 + 1.5 s, after t1's time
+    assert table["t2"]["customer_country"] == "FR" and table["t2"]["suspicious"] is False
+    dead = DeadLetters(deployment.dead_letter_path, deployment.app_id).read().to_pylist()
+    assert [(r["offset"], r["error"], r["batch_id"]) for r in dead] == [(2, "late", 2)]
+    assert writer.results[-1].skipped
