@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from dagster import Definitions, definitions
 
+from assets.alerts import ALERTS_TOPIC, alerts_per_country_asset
 from assets.checks.comparison import comparison_checks
 from assets.checks.health import health_checks
 from assets.checks.quality import quality_checks, quality_job, quality_schedule
 from assets.resources import KappaSettings, spark_resource
 from assets.tables import deploy_job, table_asset, table_key
-from assets.topics import topic_asset
+from assets.topics import output_topic_asset, topic_asset
 from assets.versions.jobs import RETIRE_SCHEDULE, VERSION_JOBS
 from assets.versions.sensors import candidate_sensor, new_version_sensor
 from streaming.define.registry import all_topics, registry
@@ -27,11 +28,15 @@ def defs() -> Definitions:
     deploy_jobs = {name: deploy_job(name) for name in pipelines}
     checks = quality_checks(pipelines)
     quality = quality_job(checks)
-    topics = all_topics(settings.pipelines)
+    published = {p.publish: table_key(p.name) for p in pipelines.values() if p.publish}
+    topics = [t for t in all_topics(settings.pipelines) if t not in published]
+    reports = [alerts_per_country_asset()] if ALERTS_TOPIC in published else []
     return Definitions(
         assets=[
             *(topic_asset(t, settings.kafka.config_of_topic(t)) for t in topics),
             *(table_asset(p, settings.dagster.retry_delay_s) for p in pipelines.values()),
+            *(output_topic_asset(t, table) for t, table in published.items()),
+            *reports,
         ],
         asset_checks=[
             *(c for name in pipelines for c in health_checks(table_key(name))),

@@ -2,6 +2,7 @@
 
 from dagster import (
     AssetKey,
+    AssetSpec,
     DataVersion,
     ObserveResult,
     SourceAsset,
@@ -40,3 +41,15 @@ def topic_asset(topic: str, config: dict[str, str]) -> SourceAsset:
         )
 
     return _observe
+
+
+def output_topic_asset(topic: str, table: AssetKey) -> AssetSpec:
+    """A topic a pipeline publishes its table's changes to, downstream of that table."""
+    return AssetSpec(
+        key=topic_key(topic),
+        deps=[table],
+        group_name="kafka",
+        description=f"Kafka topic `{topic}`: the changelog its table's live version publishes.",
+        metadata={"topic": topic, "published_by": table.to_user_string()},
+        kinds={"kafka"},
+    )

@@ -21,6 +21,9 @@ from streaming.settings import Settings
 
 CUSTOMERS_TOPIC = "customers"
 TRANSACTIONS_TOPIC = "transactions"
+SEARCHES_TOPIC = "searches"
+CLICKS_TOPIC = "clicks"
+QUERIES = ("running shoes", "laptop", "coffee grinder", "tent", "headphones", "desk lamp")
 COUNTRIES = ("DE", "FR", "NL", "ES", "IT", "PL", "SE", "GB", "US", "CA", "BR", "JP", "IN", "AU")
 CURRENCIES = {
     "DE": "EUR",
@@ -80,6 +83,7 @@ class Event:
     topic: str
     key: str
     value: bytes | None
+    timestamp: int | None = None  # the record timestamp: the event's time (epoch ms)
 
 
 def events(
@@ -89,8 +93,17 @@ def events(
     step_ms: int = 10,
     tombstone_rate: float = 0.02,
     profile_share: float = 0.3,
+    out_of_order: float = 0.05,
+    beyond_grace: float = 0.005,
+    clickstream_share: float = 0.2,
 ) -> Iterator[Event]:
-    """An endless, deterministic stream of profile updates, deletions and transactions."""
+    """An endless, deterministic stream of profile updates, deletions and transactions.
+
+    Event times advance by ``step_ms``; a share ``out_of_order`` of events is 1 s to 5 min older
+    (a late delivery within the pipelines' 10-minute grace) and a share ``beyond_grace`` 15 to 30
+    minutes older (late: dead-lettered by the stateful pipelines). Every record's timestamp is its
+    event time. A share ``clickstream_share`` are searches and clicks of shop users.
+    """
     rng = random.Random(seed)
     now = int(time.time() * 1000) if start_ms is None else start_ms
     home = {}
@@ -98,11 +111,19 @@ def events(
     while True:
         ts = now + i * step_ms
         i += 1
+        delay = rng.random()
+        if delay < out_of_order:
+            ts -= rng.randrange(1_000, 300_000)
+        elif delay < out_of_order + beyond_grace:
+            ts -= rng.randrange(900_000, 1_800_000)
+        if rng.random() < clickstream_share:
+            yield _clickstream(rng, i, ts, seed)
+            continue
         cid = f"c{rng.randrange(customers):06d}"
         if rng.random() < profile_share or cid not in home:
             if cid in home and rng.random() < tombstone_rate / profile_share:
                 del home[cid]
-                yield Event(CUSTOMERS_TOPIC, cid, None)
+                yield Event(CUSTOMERS_TOPIC, cid, None, ts)
                 continue
             home[cid] = rng.choice(COUNTRIES)
             first, last = rng.choice(FIRST), rng.choice(LAST)
@@ -113,7 +134,7 @@ def events(
                 "country": home[cid],
                 "updated_at": ts,
             }
-            yield Event(CUSTOMERS_TOPIC, cid, _json(profile))
+            yield Event(CUSTOMERS_TOPIC, cid, _json(profile), ts)
             continue
         country = home[cid] if rng.random() < 0.9 else rng.choice(COUNTRIES)
         txn = {
@@ -124,7 +145,18 @@ def events(
             "country": country,
             "ts": ts,
         }
-        yield Event(TRANSACTIONS_TOPIC, cid, _json(txn))
+        yield Event(TRANSACTIONS_TOPIC, cid, _json(txn), ts)
+
+
+def _clickstream(rng: random.Random, i: int, ts: int, seed: int) -> Event:
+    """A search (40%) or a click (60%) of one of 500 users."""
+    user = f"u{rng.randrange(500):04d}"
+    if rng.random() < 0.4:
+        search = {"user_id": user, "query": rng.choice(QUERIES), "ts": ts}
+        return Event(SEARCHES_TOPIC, user, _json(search), ts)
+    click = {"click_id": f"k{seed}-{i:010d}", "user_id": user, "ts": ts}
+    click["url"] = f"https://shop.example/p/{rng.randrange(1000)}"
+    return Event(CLICKS_TOPIC, user, _json(click), ts)
 
 
 def _json(obj: object) -> bytes:
@@ -160,7 +192,7 @@ def produce(
 
     Returns the number of events delivered. Raises if any delivery failed.
     """
-    ensure_topics(settings, [CUSTOMERS_TOPIC, TRANSACTIONS_TOPIC])
+    ensure_topics(settings, [CUSTOMERS_TOPIC, TRANSACTIONS_TOPIC, SEARCHES_TOPIC, CLICKS_TOPIC])
     producer = Producer(producer_config(settings))
     failures: list[str] = []
 
@@ -182,6 +214,7 @@ def produce(
                         key=event.key.encode(),
                         value=event.value,
                         on_delivery=on_delivery,
+                        **({} if event.timestamp is None else {"timestamp": event.timestamp}),
                     )
                     break
                 except BufferError:

@@ -23,7 +23,7 @@ from kappa.log_broker import start_log_broker, stop_log_broker
 from kappa.log_check import EXIT_LOG_LOST, check_log_at_start
 from kappa.processes import ManagedProcess
 from kappa.resume import remember_running, resume_at_start
-from streaming.define.registry import all_topics
+from streaming.define.registry import all_topics, published_topics
 from streaming.kafka.admin import ensure_topics
 from streaming.settings import REPO_ROOT, Settings
 from streaming.wait import wait_until
@@ -93,7 +93,8 @@ def run_platform(
         not_resumable = check_log_at_start(settings, skip_log_check)
         if not_resumable is None:
             return EXIT_LOG_LOST
-        ensure_topics(settings, all_topics(settings.pipelines))
+        topics = {*all_topics(settings.pipelines), *published_topics(settings.pipelines)}
+        ensure_topics(settings, sorted(topics))
         env = child_env(settings)
         if producer_rate:
             children.append(

@@ -1,10 +1,10 @@
 """The platform home's layout: every path under it is derived here, once.
 
 A deployment's state is named after its id (``<pipeline>__<version>``): its table, checkpoint,
-dead letters, lock, pinned code, alignment cap and log. A pipeline's live pointer and its switch
-history are named after the pipeline. Quality results, the Dagster instance, the embedded
-broker's pid and logs, and the object store that holds the durable broker's log have their own
-folders.
+operator state, dead letters, lock, pinned code, alignment cap and log. A pipeline's live pointer
+and its switch history are named after the pipeline. Quality results, the Dagster instance, the
+embedded broker's pid and logs, and the object store that holds the durable broker's log have
+their own folders.
 """
 
 from __future__ import annotations
@@ -51,6 +51,18 @@ class Home:
 
     def dead_letters(self, deployment_id: str) -> Path:
         return self.dead_letter_tables / deployment_id
+
+    @property
+    def operator_states(self) -> Path:
+        return self.root / "state"
+
+    def operator_state(self, deployment_id: str) -> Path:
+        """A stateful deployment's operator state (``streaming.state.StateStore``)."""
+        return self.operator_states / deployment_id
+
+    def publication(self, deployment_id: str) -> Path:
+        """The last batch a deployment published to its output topic."""
+        return self.operator_states / f"{deployment_id}.published.json"
 
     @property
     def locks(self) -> Path:

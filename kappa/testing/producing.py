@@ -21,6 +21,7 @@ class Out:
     value: bytes | None
     partition: int | None = None
     headers: tuple[tuple[str, bytes | None], ...] | None = None
+    timestamp: int | None = None  # the record timestamp (epoch ms); None: the producer's clock
 
 
 def send(
@@ -48,6 +49,8 @@ def send(
         kwargs: dict[str, object] = {} if r.partition is None else {"partition": r.partition}
         if r.headers is not None:
             kwargs["headers"] = list(r.headers)
+        if r.timestamp is not None:
+            kwargs["timestamp"] = r.timestamp
         while True:
             try:
                 producer.produce(
@@ -104,4 +107,69 @@ def transactions(
             "ts": start_ms + rng.randrange(10**6),
         }
         out.append(Out("transactions", cid.encode(), json.dumps(value).encode()))
+    return out
+
+
+def fraud_events(
+    n: int, seed: int, customers: int = 40, start_ms: int = 1_700_000_000_000, step_ms: int = 1000
+) -> list[Out]:
+    """Customer changes (tombstones included) and transactions, one per second of event time,
+    each record's timestamp its event time; about 6% arrive up to 9 minutes out of order (within
+    a 10-minute grace) and 1.5% 15-30 minutes out of order (late)."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        t = start_ms + i * step_ms
+        draw = rng.random()
+        if draw < 0.06:
+            t -= rng.randrange(1_000, 540_000)
+        elif draw < 0.075:
+            t -= rng.randrange(900_000, 1_800_000)
+        cid = f"c{rng.randrange(customers):03d}"
+        country = rng.choice(["DE", "FR", "US"])
+        if rng.random() < 0.3:
+            if rng.random() < 0.1:
+                out.append(Out("customers", cid.encode(), None, timestamp=t))
+                continue
+            value = {
+                "customer_id": cid,
+                "name": f"name-{i}",
+                "email": f"{cid}.{i}@example.com",
+                "country": country,
+                "updated_at": t,
+            }
+        else:
+            value = {
+                "txn_id": f"t{seed}-{i}",
+                "customer_id": cid,
+                "amount": round(rng.uniform(0.01, 500), 2),
+                "currency": "EUR",
+                "country": country,
+                "ts": t,
+            }
+        topic = "customers" if "updated_at" in value else "transactions"
+        out.append(Out(topic, cid.encode(), json.dumps(value).encode(), timestamp=t))
+    return out
+
+
+def clickstream(n: int, seed: int, users: int = 30, start_ms: int = 1_700_000_000_000) -> list[Out]:
+    """Searches (40%) and clicks of ``users`` users, one event per 20 s of event time, keyed
+    by user, each record's timestamp its event time; out of order as :func:`fraud_events`."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        t = start_ms + i * 20_000
+        draw = rng.random()
+        if draw < 0.06:
+            t -= rng.randrange(1_000, 540_000)
+        elif draw < 0.075:
+            t -= rng.randrange(900_000, 1_800_000)
+        user = f"u{rng.randrange(users):03d}"
+        if rng.random() < 0.4:
+            value = {"user_id": user, "query": f"q{rng.randrange(50)}", "ts": t}
+            topic = "searches"
+        else:
+            value = {"click_id": f"k{seed}-{i}", "user_id": user, "url": f"/p/{i}", "ts": t}
+            topic = "clicks"
+        out.append(Out(topic, user.encode(), json.dumps(value).encode(), timestamp=t))
     return out

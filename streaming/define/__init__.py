@@ -2,10 +2,31 @@
 how pipelines are found (the registry) and fingerprinted. The base of ``streaming``: it imports no
 other ``streaming`` subpackage.
 
-A pipeline module declares ``PIPELINE = Pipeline(...)`` with one of the table kinds.
+A pipeline module declares ``PIPELINE = Pipeline(...)`` with one of the table kinds and a
+per-batch transform, or with a stateful plan built from ``Topic`` declarations.
 """
 
 from streaming.define.pipeline import Pipeline
-from streaming.define.table_kinds import Accumulate, LatestPerKey, TableKind
+from streaming.define.plan import Plan
+from streaming.define.table_kinds import Accumulate, ChangeRows, LatestPerKey, TableKind
+from streaming.define.topic import Topic
+from streaming.operators import Count, Hopping, Latest, Max, Mean, Min, Session, Sum, Tumbling
 
-__all__ = ["Accumulate", "LatestPerKey", "Pipeline", "TableKind"]
+__all__ = [
+    "Accumulate",
+    "ChangeRows",
+    "Count",
+    "Hopping",
+    "Latest",
+    "LatestPerKey",
+    "Max",
+    "Mean",
+    "Min",
+    "Pipeline",
+    "Plan",
+    "Session",
+    "Sum",
+    "TableKind",
+    "Topic",
+    "Tumbling",
+]

@@ -1,6 +1,7 @@
 """A pipeline's fingerprint: a hash of everything that shapes its output.
 
-The transform's source code, the value schema and required fields, whether tombstones are
+For a plan: its description (inputs, operator, expressions), the table schema and settings. Else
+the transform's source code, the value schema and required fields, whether tombstones are
 accepted, the table kind and schema, the pipeline's settings and its topics. Every commit records
 the fingerprint it was built with, so a code change made without a new version shows.
 """
@@ -17,8 +18,15 @@ if TYPE_CHECKING:
 
 def fingerprint(pipeline: Pipeline) -> str:
     """16 hex digits, the same in every process for the same code and declaration."""
+    if pipeline.plan is not None:
+        parts = [
+            pipeline.plan.describe(),
+            pipeline.table_schema.to_string(),
+            repr(sorted(pipeline.settings.items())),
+        ]
+        return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
     parts = [
-        inspect.getsource(pipeline.transform),
+        inspect.getsource(pipeline.transform),  # type: ignore[arg-type]
         pipeline.value_schema,
         repr(pipeline.required),
         repr(pipeline.accepts_tombstones),

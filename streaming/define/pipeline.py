@@ -1,8 +1,12 @@
-"""What a pipeline is: its input topics, the shape of its events, its transform and its table.
+"""What a pipeline is: its input topics, the shape of its events, its logic and its table.
 
-A pipeline module declares one :class:`Pipeline` next to its code. The platform decodes raw Kafka
-records (dead-lettering what does not parse), hands the good ones to ``transform`` once per
-micro-batch, and merges the result into the compacted table as ``table`` says.
+A pipeline module declares one :class:`Pipeline` next to its code, in one of two forms:
+
+- a per-batch ``transform``: the platform decodes raw Kafka records of one topic schema
+  (dead-lettering what does not parse), hands the good ones to ``transform`` once per
+  micro-batch, and merges the result into the compacted table as ``table`` says;
+- a stateful ``plan`` (``streaming.define.plan``): topics, value schemas, the table kind and the
+  table schema all derive from the plan, and the platform runs its operator with durable state.
 """
 
 from __future__ import annotations
@@ -15,15 +19,17 @@ import pyarrow as pa
 
 from streaming.define.fingerprint import fingerprint
 from streaming.define.names import validate_pipeline_name, validate_version
-from streaming.define.table_kinds import TableKind
-from streaming.define.value_schema import check_required, parse_value_schema
+from streaming.define.plan import Plan
+from streaming.define.table_kinds import ChangeRows, TableKind
+from streaming.define.topic import Topic
+from streaming.define.value_schema import check_required, ddl_of, parse_value_schema
 from streaming.errors import DefineError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Pipeline:
     """A streaming pipeline: topics in, one compacted table out.
 
@@ -38,6 +44,10 @@ class Pipeline:
         transform: decoded records of one micro-batch -> rows for the table (see TableKind).
         table: how rows merge into the table.
         table_schema: the table's Arrow schema (its key first).
+        plan: a stateful plan instead of ``transform``; it fills ``topics``, ``table`` and
+            ``table_schema`` (leave them and the value schema fields out).
+        publish: a topic the live version publishes the table's changes to (a compacted
+            changelog: key, row as JSON, null on delete); read it with :meth:`output_topic`.
         settings: anything else that shapes the output; part of the fingerprint.
         quality: the table's quality spec (``quality.rules.TableSpec``), if declared.
         comparison: thresholds and expected changes for comparing a new version with the live
@@ -48,13 +58,15 @@ class Pipeline:
 
     name: str
     version: str
-    topics: tuple[str, ...]
-    value_schema: str
-    required: tuple[str, ...]
-    accepts_tombstones: bool
-    transform: Callable[[DataFrame], DataFrame]
-    table: TableKind
-    table_schema: pa.Schema
+    topics: tuple[str, ...] = ()
+    value_schema: str = ""
+    required: tuple[str, ...] = ()
+    accepts_tombstones: bool = False
+    transform: Callable[[DataFrame], DataFrame] | None = None
+    table: TableKind = None  # type: ignore[assignment]  # filled from the plan when None
+    table_schema: pa.Schema = None  # type: ignore[assignment]  # filled from the plan when None
+    plan: Plan | None = None
+    publish: str | None = None
     description: str = ""
     settings: dict[str, Any] = field(default_factory=dict)
     quality: Any = None
@@ -64,6 +76,11 @@ class Pipeline:
     def __post_init__(self) -> None:
         validate_pipeline_name(self.name)
         validate_version(self.version)
+        if self.plan is not None:
+            self._from_plan(self.plan)
+        elif self.transform is None:
+            msg = f"pipeline {self.name}: give either a transform or a plan"
+            raise DefineError(msg)
         if not isinstance(self.table, TableKind):
             msg = f"pipeline {self.name}: table must be a table kind (LatestPerKey, Accumulate)"
             raise DefineError(msg)
@@ -73,13 +90,37 @@ class Pipeline:
             )
             raise DefineError(msg)
         try:  # the value schema and required fields, checked as the source will decode them
-            check_required(parse_value_schema(self.value_schema), self.required)
+            if self.plan is None:
+                check_required(parse_value_schema(self.value_schema), self.required)
         except ValueError as exc:
             raise DefineError(f"pipeline {self.name}: {exc}") from exc
         if self.promotion not in ("manual", "auto"):
             msg = f"pipeline {self.name}: promotion must be 'manual' or 'auto', not "
             msg += repr(self.promotion)
             raise DefineError(msg)
+
+    def _from_plan(self, plan: Plan) -> None:
+        if not isinstance(plan, Plan) or self.transform is not None:
+            msg = (
+                f"pipeline {self.name}: plan must be a Plan (e.g. topic.stream().join_as_of(...)), "
+            )
+            msg += "and a pipeline with a plan has no transform"
+            raise DefineError(msg)
+        object.__setattr__(self, "topics", plan.topics)
+        object.__setattr__(self, "table", ChangeRows(key=plan.key[0], also=plan.key[1:]))
+        object.__setattr__(self, "table_schema", plan.table_schema())
+
+    def output_topic(self) -> Topic:
+        """The published changelog as a topic another pipeline reads (as a table)."""
+        if self.publish is None:
+            msg = f"pipeline {self.name} publishes no topic: set publish='<topic>'"
+            raise DefineError(msg)
+        return Topic(
+            self.publish,
+            key=self.table.key,
+            value_schema=ddl_of(self.table_schema),
+            tombstones="delete",
+        )
 
     @property
     def fingerprint(self) -> str:

@@ -71,3 +71,8 @@ def pipeline_names(modules: Sequence[str]) -> list[str]:
 def all_topics(modules: Sequence[str]) -> list[str]:
     """Every topic some registered pipeline reads."""
     return sorted({t for p in registry(modules).values() for t in p.topics})
+
+
+def published_topics(modules: Sequence[str]) -> list[str]:
+    """Every topic some registered pipeline publishes its changes to."""
+    return sorted({p.publish for p in registry(modules).values() if p.publish})

@@ -37,6 +37,11 @@ class TableKind(ABC):
 
     key: str
 
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """Every key column (a composite key has more than ``key``)."""
+        return (self.key,)
+
     def change_schema(self, table_schema: pa.Schema) -> pa.Schema:
         """The Arrow schema of the rows a transform hands to the sink."""
         return table_schema
@@ -90,6 +95,33 @@ class LatestPerKey(TableKind):
         return (
             merger.when_matched_delete(predicate=f"s._delete = true AND {newer}")
             .when_matched_update(updates=columns, predicate=f"s._delete = false AND {newer}")
+            .when_not_matched_insert(updates=columns, predicate="s._delete = false")
+        )
+
+
+@dataclass(frozen=True)
+class ChangeRows(TableKind):
+    """Full-row upserts and deletes, at most one per key per batch: what a stateful plan's
+    operator emits. The change rows are the table's columns plus ``_delete``. ``also`` names
+    the further columns of a composite key."""
+
+    key: str
+    also: tuple[str, ...] = ()
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return (self.key, *self.also)
+
+    def change_schema(self, table_schema: pa.Schema) -> pa.Schema:
+        return pa.schema([*table_schema, pa.field("_delete", pa.bool_())])
+
+    def rows_to_append(self, changes: pa.Table) -> pa.Table:
+        return changes.filter(pc.invert(changes["_delete"]))
+
+    def merge(self, merger: Merger, columns: dict[str, str]) -> Merger:
+        return (
+            merger.when_matched_delete(predicate="s._delete = true")
+            .when_matched_update(updates=columns, predicate="s._delete = false")
             .when_not_matched_insert(updates=columns, predicate="s._delete = false")
         )
 

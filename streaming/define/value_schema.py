@@ -78,6 +78,23 @@ def spark_ddl(fields: tuple[ValueField, ...]) -> str:
     return "struct<" + ", ".join(f"`{f.name}`: {f.type_name}" for f in fields) + ">"
 
 
+def ddl_of(schema: pa.Schema) -> str:
+    """The value-schema DDL of an Arrow schema of supported types (e.g. a table's)."""
+    names = {pa.string(): "string", pa.int64(): "bigint", pa.int32(): "int", pa.int16(): "smallint"}
+    names |= {pa.int8(): "tinyint", pa.float64(): "double", pa.float32(): "float"}
+    names |= {pa.bool_(): "boolean"}
+    items = []
+    for field in schema:
+        if pa.types.is_decimal(field.type):
+            items.append(f"{field.name} decimal({field.type.precision},{field.type.scale})")
+        elif field.type in names:
+            items.append(f"{field.name} {names[field.type]}")
+        else:
+            msg = f"column {field.name!r} has type {field.type}, which a value schema cannot hold"
+            raise ValueError(msg)
+    return ", ".join(items)
+
+
 def _split_fields(ddl: str) -> list[str]:
     """Split on the commas that are not inside parentheses (``decimal(18,2)`` has one)."""
     items, depth, current = [], 0, []

@@ -96,11 +96,11 @@ class CompactedTable:
             dt.update_incremental()
 
     def _merge(self, dt: DeltaTable, changes: pa.Table, props: CommitProperties) -> None:
-        key = self.kind.key
+        predicate = " AND ".join(f"t.`{k}` = s.`{k}`" for k in self.kind.keys)
         columns = {c: f"s.`{c}`" for c in self.schema.names}
         merger = dt.merge(
             changes,
-            predicate=f"t.`{key}` = s.`{key}`",
+            predicate=predicate,
             source_alias="s",
             target_alias="t",
             commit_properties=props,

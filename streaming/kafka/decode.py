@@ -20,7 +20,10 @@ DEAD_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "er
 
 
 def source_options(pipeline: Pipeline) -> dict[str, str]:
-    """The Kafka source options that make it decode ``pipeline``'s values."""
+    """The Kafka source options that make it decode ``pipeline``'s values (none for a plan: its
+    topics have different schemas and are decoded per topic on the driver)."""
+    if pipeline.plan is not None:
+        return {}
     return {
         "valueSchema": pipeline.value_schema,
         "requiredFields": ",".join(pipeline.required),

@@ -36,6 +36,11 @@ class Deployment:
         return self.home.checkpoint(self.id)
 
     @property
+    def state_path(self) -> Path:
+        """The operator state of a stateful plan, one file per batch id."""
+        return self.home.operator_state(self.id)
+
+    @property
     def dead_letter_path(self) -> Path:
         return self.home.dead_letters(self.id)
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 from pyspark.sql import DataFrame
 
 from streaming.define.pipeline import Pipeline
@@ -16,6 +17,8 @@ from streaming.delta.compacted_table import CompactedTable
 from streaming.delta.dead_letters import DeadLetters
 from streaming.kafka.decode import BatchSplitter
 from streaming.run.deployment import Deployment
+from streaming.run.planned_batch import PlannedBatch
+from streaming.run.publication import ChangelogPublisher
 
 # Results kept for reports (the last one) and benchmarks (per-batch timings); totals cover them all.
 RECENT_RESULTS = 100
@@ -51,7 +54,12 @@ class BatchTotals:
 class BatchWriter:
     """The ``foreachBatch`` function of one deployment."""
 
-    def __init__(self, pipeline: Pipeline, deployment: Deployment) -> None:
+    def __init__(
+        self,
+        pipeline: Pipeline,
+        deployment: Deployment,
+        publisher: ChangelogPublisher | None = None,
+    ) -> None:
         self.pipeline = pipeline
         self.deployment = deployment
         self.table = CompactedTable(
@@ -59,7 +67,10 @@ class BatchWriter:
         )
         self.dead_letters = DeadLetters(deployment.dead_letter_path, deployment.app_id)
         self.change_schema = pipeline.table.change_schema(pipeline.table_schema)
-        self.splitter = BatchSplitter(pipeline)
+        stateful = pipeline.plan is not None
+        self.splitter = None if stateful else BatchSplitter(pipeline)
+        self.planned = PlannedBatch(pipeline, deployment) if stateful else None
+        self.publisher = publisher
         self.results: deque[BatchResult] = deque(maxlen=RECENT_RESULTS)
         self.totals = BatchTotals()
 
@@ -71,15 +82,14 @@ class BatchWriter:
             version = self.table.table().version()
             self._record(batch_id, True, 0, 0, 0, version, end_offsets, started)
             return
-        # One Spark job (one stage) reads the source once and returns the changes and the counts;
-        # a second one collects dead letters, only when there are any.
-        decoded = self.splitter.split(batch)
-        changes = self.pipeline.table.reduce(self.pipeline.transform(decoded.good).toArrow())
-        arrow = changes.select(self.change_schema.names).cast(self.change_schema)
-        input_rows, dead_rows = decoded.counts()
-        dead_count = 0
-        if dead_rows:
-            dead_count = self.dead_letters.append(decoded.dead.toArrow(), batch_id)
+        if self.planned is not None:
+            planned = self.planned.run(batch.toArrow(), batch_id, end_offsets, committed)
+            arrow, input_rows = planned.changes, planned.input_rows
+            dead_count = self.dead_letters.append(planned.dead_letters, batch_id)
+            if self.publisher is not None:  # before the commit: a replay finds it published
+                self.publisher.publish(arrow, batch_id)
+        else:
+            arrow, input_rows, dead_count = self._transform(batch, batch_id)
         result = self.table.apply(
             arrow, batch_id, end_offsets, self.deployment.id, self.pipeline.fingerprint
         )
@@ -93,6 +103,20 @@ class BatchWriter:
             end_offsets,
             started,
         )
+
+    def _transform(self, batch: DataFrame, batch_id: int) -> tuple[pa.Table, int, int]:
+        """The per-batch transform's changes, the input count and the dead letters written."""
+        assert self.splitter is not None and self.pipeline.transform is not None
+        # One Spark job (one stage) reads the source once and returns the changes and the counts;
+        # a second one collects dead letters, only when there are any.
+        decoded = self.splitter.split(batch)
+        changes = self.pipeline.table.reduce(self.pipeline.transform(decoded.good).toArrow())
+        arrow = changes.select(self.change_schema.names).cast(self.change_schema)
+        input_rows, dead_rows = decoded.counts()
+        dead_count = 0
+        if dead_rows:
+            dead_count = self.dead_letters.append(decoded.dead.toArrow(), batch_id)
+        return arrow, input_rows, dead_count
 
     def _record(
         self,

@@ -28,6 +28,7 @@ from streaming.run.deployment import Deployment
 from streaming.run.health import CAUGHT_UP, RUNNING, STOPPED, classify
 from streaming.run.micro_batch import BatchWriter
 from streaming.run.options import RunOptions
+from streaming.run.publication import ChangelogPublisher
 from streaming.run.reporting import NullReporter, Reporter, Snapshot, take_snapshot
 from streaming.settings import Settings
 from streaming.versions.alignment import LiveAlignment
@@ -52,7 +53,11 @@ class PipelineRunner:
         self.kafka = settings.kafka
         self.options = options
         self.reporter = reporter or NullReporter()
-        self.writer = BatchWriter(pipeline, deployment)
+        publisher = None
+        if pipeline.publish is not None:
+            key = pipeline.table.key
+            publisher = ChangelogPublisher(settings, deployment, pipeline.publish, key)
+        self.writer = BatchWriter(pipeline, deployment, publisher)
         self._stop = stop or threading.Event()
         self._query: StreamingQuery | None = None
         self._previous_lag: int | None = None

@@ -63,7 +63,13 @@ def pinned_pipeline(home: Home, declared: Pipeline, version: str | None) -> Pinn
 
 def _module_source(pipeline: Pipeline) -> str | None:
     """The source of the module whose PIPELINE this is, or None for a pipeline built elsewhere."""
-    module = sys.modules.get(getattr(pipeline.transform, "__module__", "") or "")
+    if pipeline.transform is not None:
+        module = sys.modules.get(getattr(pipeline.transform, "__module__", "") or "")
+    else:  # a plan is data, not code: find the module that declares it
+        module = next(
+            (m for m in list(sys.modules.values()) if getattr(m, "PIPELINE", None) is pipeline),
+            None,
+        )
     if module is None or getattr(module, "PIPELINE", None) is not pipeline:
         return None
     return inspect.getsource(module)

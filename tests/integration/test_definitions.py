@@ -93,3 +93,16 @@ def test_materializing_a_table_runs_the_pipeline_and_reports_metadata(settings, 
 
 def _resources(settings):  # type: ignore[no-untyped-def]
     return {"kappa": KappaSettings(home=str(settings.home)), "spark": spark_resource(settings)}
+
+
+def test_lineage_runs_from_topics_through_tables_and_published_topics_to_reports():
+    graph = defs().resolve_asset_graph()
+    parents = {
+        key.to_user_string(): {p.to_user_string() for p in graph.get(key).parent_keys}
+        for key in graph.get_all_asset_keys()
+    }
+    assert parents["tables/transactions_enriched"] == {"kafka/transactions", "kafka/customers"}
+    assert parents["kafka/transactions_enriched"] == {"tables/transactions_enriched"}
+    assert parents["tables/fraud_alerts"] == {"kafka/transactions_enriched"}
+    assert parents["kafka/fraud_alerts"] == {"tables/fraud_alerts"}
+    assert parents["reports/alerts_per_country"] == {"kafka/fraud_alerts"}

@@ -82,5 +82,18 @@ def test_demo_events_are_deterministic_per_seed():
     assert take(1) == take(1)
     assert take(1) != take(2)
     sample = take(3)
-    assert {e.topic for e in sample} == {"customers", "transactions"}
+    assert {e.topic for e in sample} == {"customers", "transactions", "searches", "clicks"}
     assert any(e.value is None for e in sample if e.topic == "customers")
+
+
+def test_demo_events_come_partly_out_of_order_some_beyond_grace():
+    stream = events(seed=4, start_ms=0)
+    stamps = [next(stream).timestamp for _ in range(20_000)]
+    behind, highest = [], stamps[0]
+    for t in stamps[1:]:
+        if t < highest:
+            behind.append(highest - t)
+        highest = max(highest, t)
+    assert 0.03 < len(behind) / len(stamps) < 0.08
+    beyond = [b for b in behind if b > 600_000]
+    assert 0.002 < len(beyond) / len(stamps) < 0.01

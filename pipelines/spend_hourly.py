@@ -1,0 +1,37 @@
+"""spend_hourly: per customer and hour of event time, the transactions so far: count, total and
+largest amount. An out-of-order transaction within the 10-minute grace re-aggregates its hour."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pipelines.topics import TRANSACTIONS
+from streaming.define import Count, Max, Pipeline, Sum, Tumbling
+
+VERSION = "v1"
+
+PLAN = (
+    TRANSACTIONS.stream()
+    .window(
+        Tumbling(size_ms=3_600_000),
+        by="customer_id",
+        aggregations={
+            "txn_count": Count(),
+            "total_amount": Sum("amount"),
+            "max_amount": Max("amount"),
+        },
+        grace=timedelta(minutes=10),
+    )
+    .with_columns(total_amount=pc.field("total_amount").cast(pa.decimal128(18, 2)))
+    .select("txn_count", "total_amount", "max_amount")
+)
+
+PIPELINE = Pipeline(
+    name="spend_hourly",
+    version=VERSION,
+    plan=PLAN,
+    description="Transactions per customer and hour (1 h tumbling windows on ts, grace 10 min).",
+)

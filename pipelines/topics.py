@@ -1,0 +1,41 @@
+"""The demo's topics, declared once: every pipeline that reads a topic imports it from here."""
+
+from __future__ import annotations
+
+from streaming.define import Topic
+
+CUSTOMERS = Topic(
+    "customers",
+    key="customer_id",
+    value_schema="customer_id string, name string, email string, country string, updated_at bigint",
+    time="updated_at",
+    tombstones="delete",
+    required=("name", "email", "country"),
+)
+
+TRANSACTIONS = Topic(
+    "transactions",
+    key="customer_id",
+    value_schema=(
+        "txn_id string, customer_id string, amount decimal(18,2), currency string, "
+        "country string, ts bigint"
+    ),
+    time="ts",
+    required=("txn_id", "amount"),
+)
+
+SEARCHES = Topic(
+    "searches",
+    key="user_id",
+    value_schema="user_id string, query string, ts bigint",
+    time="ts",
+    required=("query",),
+)
+
+CLICKS = Topic(
+    "clicks",
+    key="user_id",
+    value_schema="click_id string, user_id string, url string, ts bigint",
+    time="ts",
+    required=("click_id", "url"),
+)

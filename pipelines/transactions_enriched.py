@@ -1,0 +1,40 @@
+"""transactions_enriched: every transaction with its customer's country and name as of the
+transaction's time, and whether it looks suspicious (no such customer then, or another country).
+"""
+
+from __future__ import annotations
+
+import pyarrow.compute as pc
+
+from pipelines.topics import CUSTOMERS, TRANSACTIONS
+from streaming.define import Pipeline
+
+VERSION = "v1"
+
+country = pc.field("country")
+customer_country = pc.field("customer_country")
+
+PLAN = (
+    TRANSACTIONS.stream()
+    .join_as_of(
+        CUSTOMERS.table(),
+        on="customer_id",
+        key="txn_id",
+        columns={"country": "customer_country", "name": "customer_name"},
+        how="left",
+    )
+    .with_columns(
+        suspicious=pc.if_else(customer_country.is_null(), True, customer_country != country)
+    )
+)
+
+PIPELINE = Pipeline(
+    name="transactions_enriched",
+    version=VERSION,
+    plan=PLAN,
+    publish="transactions_enriched",
+    description=(
+        "Each transaction with the customer's country and name as of its time; suspicious when "
+        "the customer did not exist then or lives in another country."
+    ),
+)

@@ -1,0 +1,181 @@
+"""A stateful pipeline's plan: its inputs, one stateful operator, then row-wise columns and a
+filter, all declared without internal columns.
+
+The plan is data: it can be inspected (its inputs, key and table schema), fingerprinted
+(:meth:`Plan.describe`) and run one micro-batch at a time by ``streaming.run``. Row-wise steps are
+pyarrow compute expressions (``pyarrow.compute.field("amount") > 100``) applied to the operator's
+output rows: a derived column is recomputed whenever its row changes, and a row the filter
+rejects is deleted from the table, so the table stays the definition evaluated on the log prefix.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import timedelta
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+
+from streaming.define.topic import Topic
+from streaming.errors import DefineError
+from streaming.operators import (
+    DELETE,
+    AsOfJoin,
+    BatchError,
+    Compaction,
+    IntervalJoin,
+    Operator,
+    OperatorConfigError,
+    Source,
+    WindowedAggregate,
+)
+
+DEFAULT_GRACE = timedelta(minutes=10)
+
+
+def source_of(topic: Topic) -> Source:
+    """The operator input a topic becomes (named after the topic)."""
+    return Source(name=topic.name, time=topic.time, changelog=topic.changelog)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Inputs, a stateful operator and row-wise steps on its output (see the module docstring).
+
+    Build one from a topic (``orders.stream().join_as_of(...)``) rather than directly.
+    """
+
+    inputs: tuple[Topic, ...]
+    operator: Operator
+    derived: tuple[tuple[str, pc.Expression], ...] = ()
+    condition: pc.Expression | None = None
+    selected: tuple[str, ...] | None = None
+
+    @property
+    def topics(self) -> tuple[str, ...]:
+        return tuple(topic.name for topic in self.inputs)
+
+    @property
+    def key(self) -> tuple[str, ...]:
+        """The output table's key columns."""
+        return tuple(self.operator.key)
+
+    def with_columns(self, **columns: pc.Expression) -> Plan:
+        """Add (or replace) columns computed from each output row."""
+        for name, expression in columns.items():
+            if name.startswith("_") or not isinstance(expression, pc.Expression):
+                msg = f"column {name!r}: give a pyarrow compute expression, names not starting '_'"
+                raise DefineError(msg)
+            if name in self.key:
+                msg = f"column {name!r} is part of the key; key columns cannot be recomputed"
+                raise DefineError(msg)
+        plan = replace(self, derived=(*self.derived, *columns.items()))
+        plan.table_schema()  # an unknown column or a type error fails here, at definition
+        return plan
+
+    def select(self, *columns: str) -> Plan:
+        """Keep only these columns (the key columns are always kept, first)."""
+        chosen = [*self.key, *[c for c in columns if c not in self.key]]
+        names = self.table_schema().names
+        unknown = [c for c in chosen if c not in names]
+        if unknown:
+            msg = f"select: no columns {unknown}; the rows have {names}"
+            raise DefineError(msg)
+        return replace(self, selected=tuple(chosen))
+
+    def where(self, condition: pc.Expression) -> Plan:
+        """Keep only the output rows for which ``condition`` is true (null counts as false)."""
+        combined = condition if self.condition is None else self.condition & condition
+        plan = replace(self, condition=combined)
+        plan.table_schema()
+        return plan
+
+    def operator_schema(self) -> pa.Schema:
+        """The operator's output rows, before the row-wise steps."""
+        empty = {topic.name: _records(topic) for topic in self.inputs}
+        if isinstance(self.operator, AsOfJoin):
+            stream = empty[self.operator.stream.name].schema
+            table = empty[self.operator.table.name].schema
+            try:
+                return self.operator._row_schema(stream, table)
+            except (BatchError, OperatorConfigError) as exc:
+                raise DefineError(str(exc)) from None
+        if isinstance(self.operator, IntervalJoin):
+            left = empty[self.operator.left.name].schema
+            right = empty[self.operator.right.name].schema
+            try:
+                return self.operator._row_schema(left, right)
+            except (BatchError, OperatorConfigError) as exc:
+                raise DefineError(str(exc)) from None
+        if isinstance(self.operator, WindowedAggregate):
+            records = empty[self.operator.source.name]
+            records = records.append_column("_time", pa.array([], pa.int64()))
+            return self.operator._row_schema(records, records.schema)
+        if isinstance(self.operator, Compaction):
+            return self.operator.output_schema(empty[self.operator.source.name].schema)
+        msg = f"no table schema for operator {type(self.operator).__name__}"
+        raise DefineError(msg)
+
+    def table_schema(self) -> pa.Schema:
+        """The output table's schema: key columns first."""
+        try:
+            rows = self.project(self.operator_schema().empty_table())
+            if "_keep" in rows.column_names:
+                rows = rows.drop_columns(["_keep"])
+            if self.selected is not None:
+                rows = rows.select(list(self.selected))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+            msg = f"a column expression or filter does not fit the rows: {exc}"
+            raise DefineError(msg) from None
+        return rows.schema
+
+    def project(self, rows: pa.Table) -> pa.Table:
+        """``rows`` with the derived columns (and, if any filter, a ``_keep`` column)."""
+        if not self.derived and self.condition is None:
+            return rows
+        columns = {name: pc.field(name) for name in rows.column_names}
+        columns.update(dict(self.derived))
+        if self.condition is not None:
+            columns["_keep"] = self.condition
+        return ds.dataset(rows).to_table(columns=columns)
+
+    def finish(self, changes: pa.Table, schema: pa.Schema) -> pa.Table:
+        """The operator's changes as changes of the table (``schema`` plus ``_delete``)."""
+        deleted = changes.column(DELETE)
+        projected = self.project(changes.drop_columns([DELETE]))
+        if self.condition is not None:
+            keep = projected.column("_keep").fill_null(False)
+            deleted = pc.or_(deleted, pc.invert(keep))
+            projected = projected.drop_columns(["_keep"])
+        projected = projected.select(schema.names).cast(schema)
+        return projected.append_column(DELETE, deleted)
+
+    def describe(self) -> str:
+        """Everything that shapes the output, as text (for the fingerprint)."""
+        parts = [repr(self.inputs), repr(self.operator)]
+        parts += [f"{name} = {expression}" for name, expression in self.derived]
+        parts.append(f"where {self.condition}")
+        parts.append(f"select {self.selected}")
+        return "\n".join(parts)
+
+
+def _records(topic: Topic) -> pa.Table:
+    """An empty records table of ``topic`` as an operator reads it."""
+    schema = topic.schema()
+    meta = [("_partition", pa.int32()), ("_offset", pa.int64()), ("_timestamp", pa.int64())]
+    if topic.changelog:
+        meta.append((DELETE, pa.bool_()))
+    return pa.schema([*schema, *meta]).empty_table()
+
+
+def column_names(value: str | tuple[str, ...]) -> tuple[str, ...]:
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
+def period_ms(period: timedelta) -> int:
+    ms = int(period / timedelta(milliseconds=1))
+    if ms < 0:
+        msg = f"a grace period cannot be negative ({period})"
+        raise DefineError(msg)
+    return ms

@@ -1,0 +1,78 @@
+"""The authoring API: topics and plans fail at definition with a message saying what to fix, the
+table schema derives from the topics, and the fingerprint follows the plan."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+from streaming.define import Pipeline, Topic
+from streaming.errors import DefineError
+
+ORDERS = Topic("orders", key="order_id", value_schema="order_id string, user string, ts bigint")
+USERS = Topic(
+    "users",
+    key="user",
+    value_schema="user string, tier string, at bigint",
+    time="at",
+    tombstones="delete",
+)
+
+
+def _plan(**columns: pc.Expression):  # type: ignore[no-untyped-def]
+    plan = ORDERS.stream().join_as_of(
+        USERS.table(), on="user", key="order_id", columns={"tier": "user_tier"}
+    )
+    return plan.with_columns(**columns) if columns else plan
+
+
+def test_the_table_schema_derives_from_the_topics_and_expressions() -> None:
+    plan = _plan(gold=pc.field("user_tier") == "gold")
+    assert plan.table_schema() == pa.schema(
+        [
+            ("order_id", pa.string()),
+            ("user", pa.string()),
+            ("ts", pa.int64()),
+            ("user_tier", pa.string()),
+            ("gold", pa.bool_()),
+        ]
+    )
+    pipeline = Pipeline(name="orders_tiered", version="v1", plan=plan)
+    assert pipeline.topics == ("orders", "users") and pipeline.table.key == "order_id"
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda: Topic("t", key="k", value_schema="k string", time="ts"), "not in the value"),
+        (lambda: Topic("t", key="k", value_schema="k string, ts string", time="ts"), "integer"),
+        (lambda: ORDERS.table(), "tombstones='delete'"),
+        (lambda: _plan(bad=pc.field("nope") == 1), "does not fit"),
+        (lambda: _plan(order_id=pc.field("user")), "part of the key"),
+        (
+            lambda: ORDERS.stream().join_as_of(
+                USERS.table(), on="user", key="order_id", columns={"missing": "x"}
+            ),
+            "no column 'missing'",
+        ),
+        (lambda: Pipeline(name="p", version="v1"), "either a transform or a plan"),
+    ],
+)
+def test_bad_definitions_fail_with_what_to_fix(build, message) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(DefineError, match=message):
+        build()
+
+
+def test_the_fingerprint_follows_the_plan() -> None:
+    one = Pipeline(name="p", version="v1", plan=_plan(gold=pc.field("user_tier") == "gold"))
+    same = Pipeline(name="p", version="v1", plan=_plan(gold=pc.field("user_tier") == "gold"))
+    other = Pipeline(name="p", version="v1", plan=_plan(gold=pc.field("user_tier") == "GOLD"))
+    assert one.fingerprint == same.fingerprint != other.fingerprint
+
+
+def test_a_published_table_is_a_topic_with_the_table_schema() -> None:
+    pipeline = Pipeline(name="tiered", version="v1", plan=_plan(), publish="tiered")
+    topic = pipeline.output_topic()
+    assert topic.changelog and topic.key == "order_id"
+    assert topic.schema() == pipeline.table_schema
