@@ -1,15 +1,19 @@
-"""A candidate version's comparison with the live version, as blocking asset checks.
+"""A candidate version's comparison with the live version, as blocking asset checks on the
+candidate's partition.
 
 Three checks on each table: ``candidate_schema`` (columns and types), ``candidate_keys`` (key
 coverage, no duplicated keys) and ``candidate_values`` (per-column match rates). They are blocking
 and carry the Great Expectations numbers and a link to the Data Docs page. They run from the UI
-("Execute checks", optionally with a version), and every comparison the promotion job or the
-candidate sensor runs reports them too, so the checks tab shows why a promotion was refused.
+("Execute" on a version's partition), and every comparison the promotion job runs reports them
+too, on the candidate's partition: a candidate never materializes (it does not serve), so its
+verdict stays the one shown until a newer comparison replaces it. A version that is not a
+candidate (live, retained) has nothing to compare: its checks say so and pass.
 """
 
 # No `from __future__ import annotations`: Dagster inspects the check function's annotations.
 
 from collections.abc import Iterable
+from datetime import UTC, datetime
 from typing import Any
 
 from dagster import (
@@ -20,18 +24,24 @@ from dagster import (
     AssetChecksDefinition,
     AssetCheckSeverity,
     AssetCheckSpec,
+    AssetExecutionContext,
     AssetKey,
     Config,
+    DagsterInstance,
     MetadataValue,
     multi_asset_check,
 )
 from pydantic import Field
 
 from assets.checks.quality import docs_link
+from assets.partitions import check_target, version_partitions
+from assets.refusals import refusing
 from assets.resources import KappaSettings, KappaSpark
 from quality.comparison import GROUPS, KEYS, SCHEMA, VALUES
 from streaming.define.pipeline import Pipeline
+from streaming.run.deployment import Deployment
 from streaming.settings import Settings
+from streaming.versions.state import PipelineVersions, Role, pipeline_versions
 
 DESCRIPTIONS = {
     SCHEMA: "Candidate vs live at equal input offsets: same columns and types, except declared "
@@ -82,10 +92,23 @@ def check_outcomes(settings: Settings, result: Any) -> Iterable[tuple[str, bool,
         yield check_name(group), not failed, text, _metadata(result, group, at)
 
 
+def refusal_evidence(settings: Settings, result: Any) -> dict[str, Any]:
+    """The numbers behind a refused promotion: the failed checks' metadata."""
+    evidence: dict[str, Any] = {}
+    failed = []
+    for name, passed, _text, metadata in check_outcomes(settings, result):
+        if not passed:
+            failed.append(name)
+            evidence.update(metadata)
+    return {"failed_checks": ", ".join(failed), **evidence}
+
+
 def comparison_evaluations(
-    key: AssetKey, settings: Settings, result: Any
+    instance: DagsterInstance, key: AssetKey, settings: Settings, result: Any
 ) -> list[AssetCheckEvaluation]:
-    """The three checks as events a job (promotion, sensor-launched comparison) can log."""
+    """The three checks, on the candidate's partition, as events a job (the promotion) logs."""
+    version = result.new_name
+    target = check_target(instance, key, version)
     return [
         AssetCheckEvaluation(
             asset_key=key,
@@ -95,23 +118,77 @@ def comparison_evaluations(
             description=text,
             metadata=metadata,
             blocking=True,
+            partition=version,
+            target_materialization_data=target,
         )
         for name, passed, text, metadata in check_outcomes(settings, result)
     ]
 
 
+def not_a_candidate(versions: PipelineVersions, version: str) -> str | None:
+    """Why ``version`` has nothing to compare (it is live or was), or None for a candidate."""
+    state = versions.state(version)
+    if state.role == Role.CANDIDATE:
+        return None
+    made_live = [s for s in versions.switches if s.to_version == version]
+    how = ""
+    if made_live:
+        last = made_live[-1]
+        at = datetime.fromtimestamp(last.at, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+        how = f" (made live {at}: {last.reason})"
+    return f"{version} is {state.role}, not a candidate: nothing to compare{how}"
+
+
+def planned_gate_checks(context: AssetExecutionContext) -> list[str]:
+    """The comparison checks a run planned on its asset: a run from the asset page plans every
+    check of the asset, a deploy-job run none."""
+    planned = {
+        k.name for k in context.run.asset_check_selection or () if k.asset_key == context.asset_key
+    }
+    return [check_name(g) for g in GROUPS if check_name(g) in planned]
+
+
+def settled_gate_evaluations(
+    context: AssetExecutionContext, settings: Settings, deployment: Deployment, names: list[str]
+) -> list[AssetCheckEvaluation]:
+    """The planned comparison checks ``names`` of a version that is not a candidate, settled (or
+    they would show "in progress" for the deployment's lifetime); none for a candidate, whose
+    planned checks wait for its comparison."""
+    reason = not_a_candidate(pipeline_versions(settings, deployment.pipeline), deployment.version)
+    if reason is None:
+        return []
+    target = check_target(context.instance, context.asset_key, deployment.version)
+    return [
+        AssetCheckEvaluation(
+            asset_key=context.asset_key,
+            check_name=name,
+            passed=True,
+            severity=AssetCheckSeverity.ERROR,
+            description=reason,
+            blocking=True,
+            partition=deployment.version,
+            target_materialization_data=target,
+        )
+        for name in names
+    ]
+
+
 class ComparisonCheckConfig(Config):
-    version: str | None = Field(
-        default=None, description="candidate version (default: the pipeline's declared version)"
-    )
     wait_s: float = Field(
         default=0.0, description="seconds to wait for the candidate to reach the live position"
     )
 
 
 def comparison_checks(key: AssetKey, pipeline: Pipeline) -> AssetChecksDefinition:
+    partitions = version_partitions(pipeline.name)
     specs = [
-        AssetCheckSpec(check_name(g), asset=key, blocking=True, description=DESCRIPTIONS[g])
+        AssetCheckSpec(
+            check_name(g),
+            asset=key,
+            blocking=True,
+            description=DESCRIPTIONS[g],
+            partitions_def=partitions,
+        )
         for g in GROUPS
     ]
 
@@ -125,10 +202,18 @@ def comparison_checks(key: AssetKey, pipeline: Pipeline) -> AssetChecksDefinitio
         from streaming.versions.promotion import compare_with_live
 
         settings = kappa.load()
-        version = config.version or pipeline.version
-        result = compare_with_live(
-            settings, pipeline.name, version, config.wait_s or None, lambda: spark.spark_session
-        )
+        version = context.partition_key
+        reason = not_a_candidate(pipeline_versions(settings, pipeline.name), version)
+        if reason is not None:
+            for group in GROUPS:
+                yield AssetCheckResult(
+                    check_key=AssetCheckKey(key, check_name(group)), passed=True, description=reason
+                )
+            return
+        with refusing():
+            result = compare_with_live(
+                settings, pipeline.name, version, config.wait_s or None, lambda: spark.spark_session
+            )
         for name, passed, text, metadata in check_outcomes(settings, result):
             yield AssetCheckResult(
                 check_key=AssetCheckKey(key, name),
