@@ -13,6 +13,7 @@ candidate (live, retained) has nothing to compare: its checks say so and pass.
 # No `from __future__ import annotations`: Dagster inspects the check function's annotations.
 
 from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 from datetime import UTC, datetime
 from typing import Any
 
@@ -31,6 +32,8 @@ from dagster import (
     MetadataValue,
     multi_asset_check,
 )
+from dagster._core.event_api import PartitionKeyFilter
+from dagster._core.storage.asset_check_execution_record import AssetCheckExecutionRecordStatus
 from pydantic import Field
 
 from assets.checks.quality import docs_link
@@ -148,29 +151,70 @@ def planned_gate_checks(context: AssetExecutionContext) -> list[str]:
     return [check_name(g) for g in GROUPS if check_name(g) in planned]
 
 
+CARRIED = " (the last comparison, carried over)"
+
+
 def settled_gate_evaluations(
     context: AssetExecutionContext, settings: Settings, deployment: Deployment, names: list[str]
 ) -> list[AssetCheckEvaluation]:
-    """The planned comparison checks ``names`` of a version that is not a candidate, settled (or
-    they would show "in progress" for the deployment's lifetime); none for a candidate, whose
-    planned checks wait for its comparison."""
+    """The comparison checks ``names`` a deployment run planned, settled (or they would show "in
+    progress" for the deployment's lifetime, then "skipped", hiding the last verdict).
+
+    A version that is not a candidate has nothing to compare: they pass, saying why. A candidate
+    keeps its last verdict, carried over as it was (none yet: they stay planned).
+    """
     reason = not_a_candidate(pipeline_versions(settings, deployment.pipeline), deployment.version)
-    if reason is None:
-        return []
     target = check_target(context.instance, context.asset_key, deployment.version)
-    return [
-        AssetCheckEvaluation(
-            asset_key=context.asset_key,
-            check_name=name,
-            passed=True,
-            severity=AssetCheckSeverity.ERROR,
-            description=reason,
-            blocking=True,
-            partition=deployment.version,
-            target_materialization_data=target,
+    settled = []
+    for name in names:
+        if reason is not None:
+            passed, description, metadata = True, reason, {}
+        else:
+            last = last_verdict(
+                context.instance, AssetCheckKey(context.asset_key, name), deployment.version
+            )
+            if last is None:
+                return []
+            passed = last.passed
+            description = (last.description or "").removesuffix(CARRIED) + CARRIED
+            metadata = dict(last.metadata)
+        settled.append(
+            AssetCheckEvaluation(
+                asset_key=context.asset_key,
+                check_name=name,
+                passed=passed,
+                severity=AssetCheckSeverity.ERROR,
+                description=description,
+                metadata=metadata,
+                blocking=True,
+                partition=deployment.version,
+                target_materialization_data=target,
+            )
         )
-        for name in names
-    ]
+    return settled
+
+
+def last_verdict(
+    instance: DagsterInstance, check_key: AssetCheckKey, version: str
+) -> AssetCheckEvaluation | None:
+    """The version's latest completed evaluation of a comparison check, if any."""
+    records = instance.event_log_storage.get_asset_check_execution_history(
+        check_key,
+        limit=1,
+        status={AssetCheckExecutionRecordStatus.SUCCEEDED, AssetCheckExecutionRecordStatus.FAILED},
+        partition_filter=PartitionKeyFilter(key=version),
+    )
+    if not records or records[0].event is None or records[0].event.dagster_event is None:
+        return None
+    return records[0].event.dagster_event.event_specific_data  # type: ignore[return-value]
+
+
+def deploys_the_table(asset_selection: AbstractSet[AssetKey] | None, key: AssetKey) -> bool:
+    """Whether a run materializes the table: a deployment (the asset page's Materialize plans
+    every check of the asset). Such a run never compares: a candidate's comparison belongs to the
+    promotion, and one run at the end of an until_caught_up deployment would fail it or replace
+    the candidate's last verdict with a comparison at arbitrary offsets."""
+    return bool(asset_selection) and key in asset_selection  # type: ignore[operator]
 
 
 class ComparisonCheckConfig(Config):
@@ -192,7 +236,9 @@ def comparison_checks(key: AssetKey, pipeline: Pipeline) -> AssetChecksDefinitio
         for g in GROUPS
     ]
 
-    @multi_asset_check(specs=specs, name=f"{pipeline.name}_candidate_comparison")
+    # can_subset: a run that deploys the table yields none of them (see deploys_the_table), and
+    # the UI may execute one of the three alone.
+    @multi_asset_check(specs=specs, name=f"{pipeline.name}_candidate_comparison", can_subset=True)
     def _compare(
         context: AssetCheckExecutionContext,
         config: ComparisonCheckConfig,
@@ -201,20 +247,29 @@ def comparison_checks(key: AssetKey, pipeline: Pipeline) -> AssetChecksDefinitio
     ):
         from streaming.versions.promotion import compare_with_live
 
+        if deploys_the_table(context.run.asset_selection, key):
+            context.log.info(
+                "not comparing: this run deploys the table (comparing is the promotion's job, "
+                "or Execute on a candidate's checks)"
+            )
+            return
+        selected = context.selected_asset_check_keys
         settings = kappa.load()
         version = context.partition_key
         reason = not_a_candidate(pipeline_versions(settings, pipeline.name), version)
         if reason is not None:
             for group in GROUPS:
-                yield AssetCheckResult(
-                    check_key=AssetCheckKey(key, check_name(group)), passed=True, description=reason
-                )
+                check_key = AssetCheckKey(key, check_name(group))
+                if check_key in selected:
+                    yield AssetCheckResult(check_key=check_key, passed=True, description=reason)
             return
         with refusing():
             result = compare_with_live(
                 settings, pipeline.name, version, config.wait_s or None, lambda: spark.spark_session
             )
         for name, passed, text, metadata in check_outcomes(settings, result):
+            if AssetCheckKey(key, name) not in selected:
+                continue
             yield AssetCheckResult(
                 check_key=AssetCheckKey(key, name),
                 passed=passed,
