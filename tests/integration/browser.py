@@ -4,6 +4,7 @@ first-visit dialog dismissed, a screenshot per step kept under ``test-artifacts/
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -59,3 +60,14 @@ def artifacts_dir(name: str) -> Path:
     path = root / name
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+# The asset page's button: "Materialize…" (partitioned assets open a dialog), "Materialize (1)…"
+# with one asset selected in the lineage view.
+MATERIALIZE = re.compile(r"^Materialize(?: \(1\))?…$")
+
+
+def materialize_one_partition(page: Any) -> None:
+    """Materialize the asset shown, on its only partition: the dialog then offers one run."""
+    page.get_by_role("button", name=MATERIALIZE).first.click()
+    page.get_by_role("button", name="Launch 1 run").click()

@@ -9,9 +9,16 @@ from pathlib import Path
 import pytest
 from dagster import DagsterInstance
 
+from assets.names import versions_partitions_name
 from kappa.testing.producing import send, transactions
 from streaming.wait import wait_until
-from tests.integration.browser import CHROMIUM_ARGS, artifacts_dir, chromium, dismiss_welcome
+from tests.integration.browser import (
+    CHROMIUM_ARGS,
+    artifacts_dir,
+    chromium,
+    dismiss_welcome,
+    materialize_one_partition,
+)
 from tests.integration.dagster_platform import running_platform
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -28,6 +35,7 @@ def test_launch_and_terminate_a_streaming_asset_from_the_ui(tmp_path, artifacts)
     executable = chromium()
     with running_platform(tmp_path / "home") as platform, sync_playwright() as pw:
         send(platform.settings, transactions(500, seed=30))
+        platform.api.add_partition(versions_partitions_name("customer_spend"), "v1")
         url = f"http://127.0.0.1:{platform.settings.dagster.port}"
         browser = pw.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
         try:
@@ -39,7 +47,8 @@ def test_launch_and_terminate_a_streaming_asset_from_the_ui(tmp_path, artifacts)
             expect(page.get_by_text("transactions", exact=True).last).to_be_visible()
             page.screenshot(path=str(artifacts / "1-asset-graph.png"))
 
-            page.get_by_role("button", name="Materialize (1)").click()
+            # The table is partitioned by version: the dialog picks v1, its only partition.
+            materialize_one_partition(page)
             assert wait_until(lambda: platform.api.active_runs(), timeout_s=30, interval_s=0.5)
             [run] = platform.api.active_runs()
             assert wait_until(lambda: platform.holder_pid("customer_spend") is not None, 120, 0.5)
