@@ -1,10 +1,12 @@
-"""A candidate's comparison verdict is found per version (partition), and a run that deploys the
-table is recognised as one that must not compare."""
+"""A candidate's comparison verdict is found per version (partition); a run that deploys the table
+is recognised as one that must not compare, and settles the comparison checks it planned: passed
+with the reason on the live version, the last verdict carried over on a candidate."""
 
 from __future__ import annotations
 
 import logging
 import time
+from types import SimpleNamespace
 
 from dagster import (
     AssetCheckEvaluation,
@@ -17,7 +19,14 @@ from dagster._core.events import DagsterEvent, DagsterEventType
 from dagster._core.events.log import EventLogEntry
 from dagster._core.utils import make_new_run_id
 
-from assets.checks.comparison import deploys_the_table, last_verdict
+from assets.checks.comparison import (
+    CARRIED,
+    deploys_the_table,
+    last_verdict,
+    settled_gate_evaluations,
+)
+from streaming.run.deployment import Deployment
+from streaming.versions.live_pointer import claim_first
 
 TABLE = AssetKey(["tables", "customers"])
 VALUES = AssetCheckKey(TABLE, "candidate_values")
@@ -75,3 +84,29 @@ def test_only_a_run_that_materializes_the_table_is_a_deployment():
     assert not deploys_the_table(None, TABLE)  # a check-only run (Execute on the checks)
     assert not deploys_the_table(set(), TABLE)
     assert not deploys_the_table({AssetKey(["tables", "customer_spend"])}, TABLE)
+
+
+def test_a_deployment_run_settles_its_planned_checks_without_comparing(settings):
+    claim_first(settings.home, "customers", "v1", "first deployment")
+    names = ["candidate_values"]
+    with DagsterInstance.ephemeral() as instance:
+        context = SimpleNamespace(instance=instance, asset_key=TABLE)
+
+        def settle(version: str) -> list[AssetCheckEvaluation]:
+            deployment = Deployment("customers", version, settings.home)
+            return settled_gate_evaluations(context, settings, deployment, names)  # type: ignore[arg-type]
+
+        [live] = settle("v1")
+        assert live.passed and live.partition == "v1"
+        assert "v1 is live, not a candidate" in (live.description or "")
+
+        assert settle("v2") == []  # a candidate never compared: its checks wait for a comparison
+        _report(instance, "v2", False, "column name matches for 0.0% of keys")
+        [kept] = settle("v2")
+        assert not kept.passed and kept.partition == "v2"
+        assert kept.description == "column name matches for 0.0% of keys" + CARRIED
+        assert kept.metadata["name_match_rate"].value == 0.0
+        # carried over again (a later deployment run), it says so once
+        _report(instance, "v2", kept.passed, kept.description or "")
+        [again] = settle("v2")
+        assert again.description == kept.description
