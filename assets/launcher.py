@@ -102,6 +102,20 @@ def run_deployment(
     final = relay.final()
     if final is not None and proc.returncode != EXIT_BUSY:
         yield MaterializeResult(metadata=final)
+    else:
+        _end_without_materializing(context)
+
+
+def _end_without_materializing(context: AssetExecutionContext) -> None:
+    """Let the step end without its (optional) table output.
+
+    A version that does not serve never materializes, so its partition keeps showing its last
+    comparison verdict. But a Pipes session makes Dagster require every output of the step, and
+    Dagster has no public way to lift that once the session is closed: without this, such a run
+    (an until_caught_up candidate, say) fails at its very end.
+    """
+    step = context.op_execution_context._step_execution_context
+    step._requires_typed_event_stream = False
 
 
 def stop_process_tree(proc: subprocess.Popen[bytes], timeout_s: float = STOP_TIMEOUT_S) -> None:
