@@ -64,7 +64,8 @@ def artifacts_dir(name: str) -> Path:
 
 # The asset page's button: "Materialize…" (partitioned assets open a dialog), "Materialize (1)…"
 # with one asset selected in the lineage view.
-MATERIALIZE = re.compile(r"^Materialize(?: \(1\))?…$")
+# Not anchored: the button's accessible name also carries its icon's label.
+MATERIALIZE = re.compile(r"Materialize(?: \(1\))?(?:…|\.\.\.)")
 
 
 def materialize_one_partition(page: Any) -> None:
