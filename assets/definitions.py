@@ -11,7 +11,8 @@ from dagster import Definitions, definitions
 from assets.alerts import ALERTS_TOPIC, alerts_per_country_asset
 from assets.checks.comparison import comparison_checks
 from assets.checks.health import health_checks
-from assets.checks.quality import quality_checks, quality_job, quality_schedule
+from assets.checks.quality import quality_checks, quality_job
+from assets.checks.quality_cadence import quality_sensor
 from assets.resources import KappaSettings, spark_resource
 from assets.tables import deploy_job, table_asset, table_key
 from assets.topics import output_topic_asset, topic_asset
@@ -26,8 +27,8 @@ def defs() -> Definitions:
     settings = load_settings()
     pipelines = registry(settings.pipelines)
     deploy_jobs = {name: deploy_job(name) for name in pipelines}
-    checks = quality_checks(pipelines)
-    quality = quality_job(checks)
+    suites = quality_checks(pipelines)
+    quality_jobs = {name: quality_job(name, check) for name, check in suites.items()}
     published = {p.publish: table_key(p.name) for p in pipelines.values() if p.publish}
     topics = [t for t in all_topics(settings.pipelines) if t not in published]
     reports = [alerts_per_country_asset()] if ALERTS_TOPIC in published else []
@@ -39,12 +40,12 @@ def defs() -> Definitions:
             *reports,
         ],
         asset_checks=[
-            *(c for name in pipelines for c in health_checks(table_key(name))),
-            *checks,
+            *(c for name in pipelines for c in health_checks(table_key(name), name)),
+            *suites.values(),
             *(comparison_checks(table_key(n), p) for n, p in pipelines.items()),
         ],
-        jobs=[*deploy_jobs.values(), quality, *VERSION_JOBS],
-        schedules=[quality_schedule(quality), RETIRE_SCHEDULE],
-        sensors=[new_version_sensor(deploy_jobs), candidate_sensor],
+        jobs=[*deploy_jobs.values(), *quality_jobs.values(), *VERSION_JOBS],
+        schedules=[RETIRE_SCHEDULE],
+        sensors=[new_version_sensor(deploy_jobs), candidate_sensor, quality_sensor(quality_jobs)],
         resources={"kappa": KappaSettings(), "spark": spark_resource(settings)},
     )

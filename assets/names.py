@@ -14,6 +14,7 @@ FINGERPRINT_TAG = "kappa/fingerprint"
 ROLE_TAG = "kappa/role"
 REASON_TAG = "kappa/reason"
 LIVE_TAG = "kappa/live"
+PARTITION_TAG = "dagster/partition"  # Dagster's own tag: the partition (here: version) of a run
 
 PROMOTE_JOB = "promote_version"
 PROMOTE_OP = "compare_and_promote"
@@ -25,6 +26,16 @@ def table_key_path(pipeline: str) -> list[str]:
 
 def topic_key_path(topic: str) -> list[str]:
     return [TOPICS, topic]
+
+
+def versions_partitions_name(pipeline: str) -> str:
+    """The dynamic partitions of a table asset: one partition per version of the pipeline."""
+    return f"{pipeline}_versions"
+
+
+def quality_job_name(pipeline: str) -> str:
+    """The check-only job that runs a table's quality suite on one version."""
+    return f"quality_{pipeline}"
 
 
 def deploy_job_name(pipeline: str) -> str:

@@ -1,4 +1,5 @@
-"""One Dagster asset per streaming pipeline: materializing it runs the pipeline's deployment.
+"""One Dagster asset per streaming pipeline, partitioned by version: materializing a partition
+runs that version's deployment.
 
 By default the deployment is continuous: the run lives as long as the streaming query and
 reports health every few seconds. The job runs as a subprocess and reports back through Dagster
@@ -22,10 +23,11 @@ from dagster import (
     asset,
     define_asset_job,
 )
-from pydantic import Field
 
 from assets.launcher import run_deployment
 from assets.names import PIPELINE_TAG, VERSION_TAG, deploy_job_name, table_key_path
+from assets.partitions import version_partitions
+from assets.refusals import refusing
 from assets.resources import KappaSettings
 from assets.topics import topic_key
 from streaming.define.names import validate_version
@@ -51,13 +53,17 @@ def crash_retries(delay_s: float) -> RetryPolicy:
 
 
 class StreamingRunConfig(Config, LaunchOptions):
-    """Launch options of a streaming deployment (Launchpad): those of ``kappa run``."""
+    """Launch options of a streaming deployment (Launchpad): those of ``kappa run``. The version
+    is the run's partition."""
 
-    version: str | None = Field(
-        default=None,
-        description="the version to run (default: the pipeline's declared version). A version "
-        "that is not live runs side by side as a candidate and never overtakes the live one.",
-    )
+
+VERSIONS_NOTE = (
+    "One partition per version. The live version materializes its partition as its table "
+    "changes; the latest materialization's `versions` says which version is live, which are "
+    "catching up and how far, and the last comparison's verdict. Other versions report their "
+    "role, progress and health as observations on their partition, and a candidate's blocking "
+    "`candidate_*` checks stay on its partition until a newer comparison replaces them."
+)
 
 
 def table_key(pipeline: str) -> AssetKey:
@@ -65,13 +71,18 @@ def table_key(pipeline: str) -> AssetKey:
 
 
 def deploy_job(pipeline: str) -> "UnresolvedAssetJobDefinition":
-    """``deploy_<pipeline>``: the job that runs one of the pipeline's streaming deployments."""
+    """``deploy_<pipeline>``: the job that runs one of the pipeline's streaming deployments.
+
+    Only the table: the deployment reports its health checks itself, and a run that planned the
+    other checks would show them in progress for as long as the deployment lives.
+    """
     return define_asset_job(
         deploy_job_name(pipeline),
-        selection=AssetSelection.assets(table_key(pipeline)),
-        description=f"Run a `{pipeline}` streaming deployment (continuous by default). Give a "
-        "version to run another version side by side, or starting offsets/timestamp to "
-        "reprocess from there.",
+        selection=AssetSelection.assets(table_key(pipeline)).without_checks(),
+        description=f"Run a `{pipeline}` streaming deployment (continuous by default). The "
+        "partition is the version: a version that is not live runs side by side and never "
+        "overtakes the live one; a new partition reprocesses under a new version name "
+        "(starting offsets/timestamp say from where).",
         tags={PIPELINE_TAG: pipeline},
     )
 
@@ -82,20 +93,16 @@ def streaming_command(pipeline: Pipeline, version: str, config: StreamingRunConf
     return run + to_flags(config)
 
 
-def run_version(context: AssetExecutionContext, requested: str | None, declared: str) -> str:
-    """The version this run deploys, fixed at its first attempt as the run's ``kappa/version`` tag.
-
-    A step retry (or a run retry, which copies tags) after a code-location reload must restart
-    the same version, not the newly declared one.
-    """
-    tagged = context.run.tags.get(VERSION_TAG)
-    if tagged:
-        return tagged
+def run_version(context: AssetExecutionContext, pipeline: str) -> str:
+    """The version this run deploys: its partition, also tagged on the run (``kappa/version``,
+    ``kappa/pipeline``) so runs launched from the asset page are found like deploy-job runs."""
     try:
-        version = validate_version(requested or declared)
-    except InvalidNameError as exc:  # a bad launch config: retrying cannot fix it
+        version = validate_version(context.partition_key)
+    except InvalidNameError as exc:  # a bad partition key: retrying cannot fix it
         raise Failure(description=str(exc), allow_retries=False) from None
-    context.instance.add_run_tags(context.run_id, {VERSION_TAG: version})
+    tags = {VERSION_TAG: version, PIPELINE_TAG: pipeline}
+    if any(context.run.tags.get(k) != v for k, v in tags.items()):
+        context.instance.add_run_tags(context.run_id, tags)
     return version
 
 
@@ -104,8 +111,10 @@ def table_asset(pipeline: Pipeline, retry_delay_s: float) -> AssetsDefinition:
         key=table_key(pipeline.name),
         deps=[topic_key(t) for t in pipeline.topics],
         group_name="tables",
-        code_version=pipeline.version,
-        description=pipeline.description,
+        # The version is the partition; a code version would mark every version stale when the
+        # declared one changes, although each keeps running its own pinned code.
+        partitions_def=version_partitions(pipeline.name),
+        description="\n\n".join(d for d in (pipeline.description, VERSIONS_NOTE) if d),
         kinds={"spark", "delta"},
         metadata={"pipeline": pipeline.name, "key": pipeline.table.key},
         output_required=False,
@@ -113,9 +122,10 @@ def table_asset(pipeline: Pipeline, retry_delay_s: float) -> AssetsDefinition:
     )
     def _table(context: AssetExecutionContext, config: StreamingRunConfig, kappa: KappaSettings):
         settings = kappa.load()
-        version = run_version(context, config.version, pipeline.version)
+        with refusing():
+            version = run_version(context, pipeline.name)
         deployment = Deployment(pipeline.name, version, settings.home)
         command = streaming_command(pipeline, deployment.version, config)
-        yield from run_deployment(context, pipeline, deployment, command, settings)
+        yield from run_deployment(context, deployment, command, settings)
 
     return _table

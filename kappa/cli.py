@@ -14,6 +14,7 @@ from typing import Any
 from streaming.settings import Settings, load_settings
 
 Handler = Callable[[Settings, argparse.Namespace], int]
+DEPLOYMENT_COLUMNS = ("pipeline", "version", "role", "status", "progress", "lag", "rows", "run_id")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -64,7 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     deployments = sub.add_parser("deployments", help="streaming deployments (via Dagster)")
     deployments_sub = deployments.add_subparsers(dest="deployments_command", required=True)
-    listing = deployments_sub.add_parser("list", help="status, run, lag and rows per pipeline")
+    listing = deployments_sub.add_parser(
+        "list", help="each running version: role, status, catch-up progress, lag, rows, run"
+    )
     listing.set_defaults(handler=_deployments_list)
 
     deploy = sub.add_parser("deploy", help="launch a pipeline's deployment (via Dagster)")
@@ -79,8 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
     reset.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     reset.set_defaults(handler=_reset)
 
-    stop = sub.add_parser("stop", help="stop a pipeline's running deployment (via Dagster)")
+    stop = sub.add_parser("stop", help="stop a pipeline's running deployments (via Dagster)")
     stop.add_argument("pipeline")
+    stop.add_argument("--version", help="stop only this version's deployment")
     stop.set_defaults(handler=_stop)
 
     from kappa.cli_versions import add_quality_commands, add_version_commands
@@ -214,14 +218,17 @@ def _deployments_list(settings: Settings, args: argparse.Namespace) -> int:
     rows = [
         {
             "pipeline": s.pipeline,
+            "version": s.version or "",
+            "role": s.role or "",
             "status": s.status,
+            "progress": s.progress,
+            "lag": s.lag,
+            "rows": s.rows,
             "run_id": s.run_id or "",
-            "lag": "" if s.lag is None else s.lag,
-            "rows": "" if s.rows is None else s.rows,
         }
         for s in statuses
     ]
-    write_text_table(["pipeline", "status", "run_id", "lag", "rows"], rows, sys.stdout)
+    write_text_table(list(DEPLOYMENT_COLUMNS), rows, sys.stdout)
     return 0
 
 
@@ -231,7 +238,7 @@ def _stop(settings: Settings, args: argparse.Namespace) -> int:
     from streaming.define.registry import get_pipeline
 
     get_pipeline(settings.pipelines, args.pipeline)
-    ids = stop_deployment(DagsterApi(settings), args.pipeline)
+    ids = stop_deployment(DagsterApi(settings), args.pipeline, args.version)
     print(f"terminating run(s) {', '.join(ids)} of {args.pipeline}")
     return 0
 

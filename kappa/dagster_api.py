@@ -16,7 +16,11 @@ _RUNS = """
 query Runs($filter: RunsFilter, $limit: Int) {
   runsOrError(filter: $filter, limit: $limit) {
     __typename
-    ... on Runs { results { runId status jobName tags { key value } startTime endTime } }
+    ... on Runs {
+      results {
+        runId status jobName tags { key value } startTime endTime assetSelection { path }
+      }
+    }
     ... on PythonError { message }
   }
 }
@@ -34,6 +38,23 @@ mutation Terminate($runIds: [String!]!) {
 """
 
 
+_ADD_PARTITION = """
+mutation Add($partitions: String!, $key: String!, $repo: RepositorySelector!) {
+  addDynamicPartition(
+    partitionsDefName: $partitions, partitionKey: $key, repositorySelector: $repo
+  ) {
+    __typename
+    ... on PythonError { message }
+    ... on UnauthorizedError { message }
+  }
+}
+"""
+
+_REPOSITORY = (
+    "{ repositoriesOrError { ... on RepositoryConnection { nodes { name location { name } } } } }"
+)
+
+
 @dataclass(frozen=True)
 class RunInfo:
     run_id: str
@@ -42,6 +63,7 @@ class RunInfo:
     tags: dict[str, str]
     start_time: float | None
     end_time: float | None
+    assets: tuple[tuple[str, ...], ...] = ()  # the asset keys the run materializes
 
 
 class DagsterApi:
@@ -83,6 +105,7 @@ class DagsterApi:
                 tags={t["key"]: t["value"] for t in r["tags"]},
                 start_time=r.get("startTime"),
                 end_time=r.get("endTime"),
+                assets=tuple(tuple(a["path"]) for a in r.get("assetSelection") or ()),
             )
             for r in data["results"]
         ]
@@ -93,3 +116,24 @@ class DagsterApi:
 
     def active_runs(self) -> list[RunInfo]:
         return self.runs(ACTIVE_STATUSES)
+
+    def add_partition(self, partitions: str, key: str) -> None:
+        """Add ``key`` to the dynamic partitions ``partitions`` (a no-op when it exists)."""
+        nodes = self.query(_REPOSITORY)["repositoriesOrError"].get("nodes") or []
+        if not nodes:
+            msg = f"the Dagster at {self.url} serves no code location"
+            raise DagsterApiError(msg)
+        repo = {
+            "repositoryName": nodes[0]["name"],
+            "repositoryLocationName": nodes[0]["location"]["name"],
+        }
+        variables = {"partitions": partitions, "key": key, "repo": repo}
+        result = self.query(_ADD_PARTITION, variables)["addDynamicPartition"]
+        if result["__typename"] not in (
+            "AddDynamicPartitionSuccess",
+            "DuplicateDynamicPartitionError",
+        ):
+            msg = (
+                f"Dagster could not add partition {key!r} to {partitions}: {result.get('message')}"
+            )
+            raise DagsterApiError(msg)

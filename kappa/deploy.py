@@ -1,17 +1,24 @@
 """`kappa deploy`: launch a pipeline's streaming deployment in the running Dagster.
 
-The same run the UI starts when the table is materialized (or `deploy_<pipeline>` launched from
-the Launchpad): a Dagster run of the pipeline's deploy job, with the launch config the Launchpad
-shows (``mode``, ``version``...). Dagster runs, watches and heals it from then on.
+The same run the UI starts when a version's partition of the table is materialized (or
+`deploy_<pipeline>` launched from the Launchpad): a Dagster run of the pipeline's deploy job on
+the version's partition, with the launch config the Launchpad shows (``mode``...). Dagster runs,
+watches and heals it from then on.
 """
 
 from __future__ import annotations
 
 from typing import Any, get_args
 
-from assets.names import REASON_TAG, VERSION_TAG, deploy_job_name, deploy_op_name
+from assets.names import (
+    PARTITION_TAG,
+    REASON_TAG,
+    deploy_job_name,
+    deploy_op_name,
+    versions_partitions_name,
+)
 from kappa.dagster_api import DagsterApi, RunInfo
-from kappa.deployments import is_deployment_run, latest_event
+from kappa.deployments import is_deployment_run, run_version
 from kappa.errors import DagsterApiError, OperatorError
 from streaming.define.names import validate_version
 from streaming.define.registry import get_pipeline
@@ -26,16 +33,28 @@ def run_config(pipeline: str, launch: dict[str, Any]) -> dict[str, Any]:
     return {"ops": {deploy_op_name(pipeline): {"config": launch}}}
 
 
-def launch(settings: Settings, pipeline: str, config: dict[str, Any], tags: dict[str, str]) -> str:
-    """Submit a run of ``pipeline``'s deploy job; returns its run id."""
+def launch(
+    settings: Settings,
+    pipeline: str,
+    version: str,
+    config: dict[str, Any],
+    tags: dict[str, str],
+) -> str:
+    """Submit a run of ``pipeline``'s deploy job on the version's partition (added first, as the
+    UI's launch dialog does); returns its run id."""
     from dagster_graphql import DagsterGraphQLClient, DagsterGraphQLClientError
 
     try:
+        DagsterApi(settings).add_partition(versions_partitions_name(pipeline), version)
         client = DagsterGraphQLClient(settings.dagster.host, port_number=settings.dagster.port)
-        return client.submit_job_execution(deploy_job_name(pipeline), run_config=config, tags=tags)
+        return client.submit_job_execution(
+            deploy_job_name(pipeline), run_config=config, tags={**tags, PARTITION_TAG: version}
+        )
     except DagsterGraphQLClientError as exc:
         msg = f"Dagster refused to launch {deploy_job_name(pipeline)}: {exc}"
         raise DagsterApiError(msg) from None
+    except DagsterApiError:
+        raise
     except Exception as exc:  # connection refused, timeouts: the platform is not up
         msg = (
             f"the Dagster UI at {settings.dagster.host}:{settings.dagster.port} is not reachable "
@@ -45,14 +64,10 @@ def launch(settings: Settings, pipeline: str, config: dict[str, Any], tags: dict
 
 
 def active_run_of(api: DagsterApi, pipeline: str, version: str) -> RunInfo | None:
-    """The active run of (pipeline, version), if any (a run not started yet has no version tag:
-    it counts when its config asks for this version or for the declared one)."""
-    event = latest_event(api, pipeline)
+    """The active run of (pipeline, version), if any: a deployment run on the version's
+    partition."""
     for run in api.active_runs():
-        if (
-            is_deployment_run(run, pipeline, event)
-            and run.tags.get(VERSION_TAG, version) == version
-        ):
+        if is_deployment_run(run, pipeline) and run_version(run) == version:
             return run
     return None
 
@@ -76,8 +91,6 @@ def deploy(settings: Settings, pipeline: str, version: str | None, mode: str) ->
             f"`kappa stop {pipeline}` first"
         )
         raise OperatorError(msg)
-    config: dict[str, Any] = {"mode": mode}
-    if version is not None:
-        config["version"] = chosen
     tags = {REASON_TAG: "kappa deploy"}
-    return launch(settings, pipeline, run_config(pipeline, config), tags), chosen
+    config = run_config(pipeline, {"mode": mode})
+    return launch(settings, pipeline, chosen, config, tags), chosen

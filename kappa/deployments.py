@@ -1,21 +1,32 @@
-"""`kappa deployments list` and `kappa stop`: the UI's view of deployments, over GraphQL."""
+"""`kappa deployments list` and `kappa stop`: the UI's view of deployments, over GraphQL.
+
+A deployment is a version of a pipeline: a run of its table asset on the version's partition
+(``deploy_<pipeline>``, or a materialization from the asset page). The list has one row per
+running version with what that version last reported on its partition: role, state, catch-up
+progress, lag and rows, as the asset page shows them.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from assets.names import deploy_job_name, table_key_path
-from kappa.dagster_api import ACTIVE_STATUSES, DagsterApi, RunInfo
+from assets.names import PARTITION_TAG, VERSION_TAG, deploy_job_name, table_key_path
+from kappa.dagster_api import DagsterApi, RunInfo
 from kappa.errors import OperatorError
 
-_LATEST = """
-query Latest($key: AssetKeyInput!) {
+_REPORTS = """
+query Reports($key: AssetKeyInput!, $partitions: [String!]) {
   assetOrError(assetKey: $key) {
     __typename
     ... on Asset {
-      assetObservations(limit: 20) { runId timestamp metadataEntries { ...Entry } }
-      assetMaterializations(limit: 1) { runId timestamp metadataEntries { ...Entry } }
+      assetObservations(partitions: $partitions, limit: 20) {
+        runId timestamp partition metadataEntries { ...Entry }
+      }
+      assetMaterializations(partitions: $partitions, limit: 1) {
+        runId timestamp partition metadataEntries { ...Entry }
+      }
     }
   }
 }
@@ -27,32 +38,30 @@ fragment Entry on MetadataEntry {
 }
 """
 
-_RUN_STATUS = {
-    "FAILURE": "failed",
-    "CANCELED": "stopped",
-    "CANCELING": "stopping",
-    "SUCCESS": "finished",
-    "QUEUED": "starting",
-    "STARTING": "starting",
-    "NOT_STARTED": "starting",
-}
+_RUN_STATUS = {"QUEUED": "starting", "STARTING": "starting", "NOT_STARTED": "starting"}
 
 
-def is_deployment_run(run: RunInfo, pipeline: str, event: dict[str, Any] | None) -> bool:
-    """A run of the pipeline's streaming deployment: its deploy job (or a materialization of its
-    table from the asset page, known by the table's latest event) — not a promote or retire run,
-    which carry the pipeline's tag too."""
+def is_deployment_run(run: RunInfo, pipeline: str) -> bool:
+    """A run of the pipeline's streaming deployment: its deploy job, or a materialization of its
+    table from the asset page (not a promote, quality or retire run)."""
     if run.job_name == deploy_job_name(pipeline):
         return True
-    from_asset_page = run.job_name.startswith("__ASSET_JOB")
-    return from_asset_page and event is not None and run.run_id == event["runId"]
+    return run.job_name.startswith("__ASSET_JOB") and tuple(table_key_path(pipeline)) in run.assets
+
+
+def run_version(run: RunInfo) -> str | None:
+    """The version a deployment run deploys: its partition."""
+    return run.tags.get(VERSION_TAG) or run.tags.get(PARTITION_TAG)
 
 
 @dataclass(frozen=True)
 class DeploymentStatus:
     pipeline: str
+    version: str | None
+    role: str | None
     status: str
     run_id: str | None
+    progress: str
     lag: int | None
     rows: int | None
     updated_at: float | None
@@ -67,10 +76,14 @@ def _entries(event: dict[str, Any]) -> dict[str, Any]:
     return values
 
 
-def latest_event(api: DagsterApi, pipeline: str) -> dict[str, Any] | None:
-    """The latest health report of a pipeline's deployment (the table also gets versions
-    overview observations from sensors and version jobs; those carry no ``state``)."""
-    data = api.query(_LATEST, {"key": {"path": table_key_path(pipeline)}})["assetOrError"]
+def latest_event(api: DagsterApi, pipeline: str, version: str | None = None) -> dict | None:
+    """The latest health report of a pipeline's version (of any version when None): its newest
+    materialization or observation carrying a ``state``."""
+    variables = {
+        "key": {"path": table_key_path(pipeline)},
+        "partitions": None if version is None else [version],
+    }
+    data = api.query(_REPORTS, variables)["assetOrError"]
     if data["__typename"] != "Asset":
         return None
     events = data["assetObservations"] + data["assetMaterializations"]
@@ -78,52 +91,59 @@ def latest_event(api: DagsterApi, pipeline: str) -> dict[str, Any] | None:
     return max(reports, key=lambda e: float(e["timestamp"]), default=None)
 
 
-def deployment_statuses(api: DagsterApi, pipelines: list[str]) -> list[DeploymentStatus]:
-    runs = {r.run_id: r for r in api.runs(limit=200)}
+def progress_text(values: dict[str, Any]) -> str:
+    """A version's catch-up progress, e.g. ``63.0% (ETA 41 s)``; empty when it is not behind."""
+    if "catch_up_pct" not in values:
+        return ""
+    eta = str(values.get("catch_up_eta_s", "unknown"))
+    return f"{float(values['catch_up_pct']):.1f}% (ETA {eta if eta == 'unknown' else eta + ' s'})"
+
+
+def _status(api: DagsterApi, pipeline: str, run: RunInfo) -> DeploymentStatus:
+    version = run_version(run)
+    event = latest_event(api, pipeline, version) if version else None
+    values = _entries(event) if event and event["runId"] == run.run_id else {}
+    status = _RUN_STATUS.get(run.status) or str(values.get("state", "starting"))
+    return DeploymentStatus(
+        pipeline=pipeline,
+        version=version,
+        role=values.get("role"),
+        status=status,
+        run_id=run.run_id,
+        progress=progress_text(values),
+        lag=_int(values.get("total_lag")),
+        rows=_int(values.get("dagster/row_count")),
+        updated_at=float(event["timestamp"]) / 1000 if values and event else None,
+    )
+
+
+def deployment_statuses(api: DagsterApi, pipelines: Iterable[str]) -> list[DeploymentStatus]:
+    """One row per running version of each pipeline; a pipeline with none gets one row saying so."""
+    active = api.active_runs()
     statuses = []
     for pipeline in pipelines:
-        event = latest_event(api, pipeline)
-        active = _active_run(runs.values(), pipeline, event)
-        if event is None and active is None:
-            statuses.append(DeploymentStatus(pipeline, "never run", None, None, None, None))
-            continue
-        values = _entries(event) if event else {}
-        run_id = active.run_id if active else (event or {}).get("runId")
-        run = runs.get(run_id or "")
-        if run is not None and run.status in ACTIVE_STATUSES:
-            status = (
-                str(values.get("state", "starting"))
-                if run.status == "STARTED"
-                else (_RUN_STATUS.get(run.status, run.status.lower()))
-            )
-        elif run is not None:
-            status = _RUN_STATUS.get(run.status, run.status.lower())
-        else:
-            status = str(values.get("state", "unknown"))
-        statuses.append(
-            DeploymentStatus(
-                pipeline=pipeline,
-                status=status,
-                run_id=run_id,
-                lag=_int(values.get("total_lag")),
-                rows=_int(values.get("table_rows")),
-                updated_at=float(event["timestamp"]) / 1000 if event else None,
-            )
+        runs = sorted(
+            (r for r in active if is_deployment_run(r, pipeline)),
+            key=lambda r: (run_version(r) or "", r.run_id),
         )
+        if not runs:
+            statuses.append(
+                DeploymentStatus(pipeline, None, None, "not running", None, "", None, None, None)
+            )
+        statuses.extend(_status(api, pipeline, run) for run in runs)
     return statuses
 
 
-def _active_run(runs: Any, pipeline: str, event: dict[str, Any] | None) -> Any:
-    active = (r for r in runs if r.status in ACTIVE_STATUSES)
-    return next((r for r in active if is_deployment_run(r, pipeline, event)), None)
-
-
-def stop_deployment(api: DagsterApi, pipeline: str) -> list[str]:
-    """Terminate the active runs of ``pipeline``; returns their ids."""
-    event = latest_event(api, pipeline)
-    runs = [r for r in api.active_runs() if is_deployment_run(r, pipeline, event)]
+def stop_deployment(api: DagsterApi, pipeline: str, version: str | None = None) -> list[str]:
+    """Terminate the active runs of ``pipeline`` (of one version when given); returns their ids."""
+    runs = [
+        r
+        for r in api.active_runs()
+        if is_deployment_run(r, pipeline) and version in (None, run_version(r))
+    ]
     if not runs:
-        msg = f"no active deployment of {pipeline!r} (see `kappa deployments list`)"
+        which = pipeline if version is None else f"{pipeline} {version}"
+        msg = f"no active deployment of {which} (see `kappa deployments list`)"
         raise OperatorError(msg)
     ids = [r.run_id for r in runs]
     api.terminate(ids)

@@ -19,7 +19,14 @@ from typing import Any
 
 import yaml
 
-from assets.names import REASON_TAG, TABLES, VERSION_TAG, deploy_job_name, deploy_op_name
+from assets.names import (
+    PARTITION_TAG,
+    REASON_TAG,
+    TABLES,
+    VERSION_TAG,
+    deploy_job_name,
+    deploy_op_name,
+)
 from kappa.dagster_api import ACTIVE_STATUSES, DagsterApi
 from kappa.deploy import launch
 from streaming.define.registry import pipeline_names
@@ -55,7 +62,8 @@ class RunningDeployment:
 
     @property
     def version(self) -> str | None:
-        return self.tags.get(VERSION_TAG)
+        """The version (the run's partition) it deploys."""
+        return self.tags.get(VERSION_TAG) or self.tags.get(PARTITION_TAG)
 
 
 def _active_runs(api: DagsterApi) -> list[dict[str, Any]]:
@@ -85,7 +93,11 @@ def running_deployments(api: DagsterApi, pipelines: list[str]) -> list[RunningDe
             continue
         step = deploy_op_name(pipeline)
         config = (yaml.safe_load(run["runConfigYaml"] or "{}") or {}).get("ops", {}).get(step, {})
-        tags = {t["key"]: t["value"] for t in run["tags"] if t["key"].startswith("kappa/")}
+        tags = {
+            t["key"]: t["value"]
+            for t in run["tags"]
+            if t["key"].startswith("kappa/") or t["key"] == PARTITION_TAG
+        }
         found.append(RunningDeployment(pipeline, run["runId"], {"ops": {step: config}}, tags))
     return found
 
@@ -130,9 +142,12 @@ def resume(
             continue
         tags = {**deployment.tags, "kappa/resumed_from": deployment.run_id}
         tags[REASON_TAG] = "resumed after a platform restart"
-        launched.append(
-            (deployment, launch(settings, deployment.pipeline, deployment.run_config, tags))
+        if deployment.version is None:  # a run that never started has no version to resume
+            continue
+        run_id = launch(
+            settings, deployment.pipeline, deployment.version, deployment.run_config, tags
         )
+        launched.append((deployment, run_id))
     return launched
 
 

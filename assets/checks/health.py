@@ -1,7 +1,9 @@
-"""Health of streaming deployments as asset checks: lag and freshness (stalled or not).
+"""Health of streaming deployments as asset checks: lag and freshness (stalled or not), per
+version (partition).
 
-The running deployment reports both checks with every progress report; the same checks can be
-executed on demand from the UI, evaluating the latest reported health.
+The running deployment reports both checks with every progress report, so they complete on its
+cadence; the same checks can be executed on demand from the UI for a version, evaluating the
+latest health that version reported.
 """
 
 # No `from __future__ import annotations`: Dagster inspects the check functions' annotations.
@@ -16,9 +18,12 @@ from dagster import (
     AssetChecksDefinition,
     AssetCheckSeverity,
     AssetKey,
+    AssetRecordsFilter,
+    DagsterInstance,
     asset_check,
 )
 
+from assets.partitions import check_target, version_partitions
 from streaming.run.health import FAILED, LAGGING, STALLED
 from streaming.run.reporting import Snapshot
 
@@ -34,9 +39,16 @@ def fresh_ok(state: str) -> bool:
     return state not in (STALLED, FAILED)
 
 
-def check_evaluations(asset_key: AssetKey, snapshot: Snapshot) -> Iterator[AssetCheckEvaluation]:
-    """The lag and freshness verdicts for one progress report."""
+def check_evaluations(
+    instance: DagsterInstance, asset_key: AssetKey, snapshot: Snapshot
+) -> Iterator[AssetCheckEvaluation]:
+    """The lag and freshness verdicts of one progress report, on the reporting version."""
+    about = {
+        "partition": snapshot.version,
+        "target_materialization_data": check_target(instance, asset_key, snapshot.version),
+    }
     yield AssetCheckEvaluation(
+        **about,
         asset_key=asset_key,
         check_name=LAG_CHECK,
         passed=lag_ok(snapshot.state),
@@ -45,6 +57,7 @@ def check_evaluations(asset_key: AssetKey, snapshot: Snapshot) -> Iterator[Asset
         description=f"{snapshot.total_lag} records behind the log ({snapshot.state})",
     )
     yield AssetCheckEvaluation(
+        **about,
         asset_key=asset_key,
         check_name=FRESHNESS_CHECK,
         passed=fresh_ok(snapshot.state),
@@ -66,13 +79,24 @@ def _age(snapshot: Snapshot) -> float:
     return round(max(0.0, snapshot.taken_at - snapshot.last_batch_at), 1)
 
 
-def _latest_health(context: AssetCheckExecutionContext, key: AssetKey) -> Mapping[str, Any]:
-    """The latest health report (versions-overview observations on the table carry no state)."""
-    for record in context.instance.fetch_observations(key, limit=20).records:
-        metadata = record.asset_observation.metadata or {}
-        if "state" in metadata:
-            return {k: getattr(v, "value", v) for k, v in metadata.items()}
-    return {}
+def latest_health(instance: DagsterInstance, key: AssetKey, version: str) -> Mapping[str, Any]:
+    """The latest health report of a version: its newest materialization or observation that
+    carries a ``state`` (version-job observations carry none)."""
+    where = AssetRecordsFilter(asset_key=key, asset_partitions=[version])
+    reports = [
+        (r.timestamp, r.asset_materialization.metadata)
+        for r in instance.fetch_materializations(where, limit=1).records
+        if r.asset_materialization
+    ]
+    reports += [
+        (r.timestamp, r.asset_observation.metadata)
+        for r in instance.fetch_observations(where, limit=20).records
+        if r.asset_observation and "state" in (r.asset_observation.metadata or {})
+    ][:1]
+    if not reports:
+        return {}
+    _, metadata = max(reports, key=lambda report: report[0])
+    return {k: getattr(v, "value", v) for k, v in (metadata or {}).items()}
 
 
 _ON_DEMAND: tuple[tuple[str, str, Callable[[str], bool]], ...] = (
@@ -90,18 +114,24 @@ _ON_DEMAND: tuple[tuple[str, str, Callable[[str], bool]], ...] = (
 )
 
 
-def health_checks(key: AssetKey) -> list[AssetChecksDefinition]:
-    """The same checks on demand: they judge the latest health the deployment reported."""
+def health_checks(key: AssetKey, pipeline: str) -> list[AssetChecksDefinition]:
+    """The same checks on demand: they judge the latest health a version's deployment reported."""
 
     def build(name: str, description: str, ok: Callable[[str], bool]) -> AssetChecksDefinition:
-        @asset_check(asset=key, name=name, description=description)
+        @asset_check(
+            asset=key,
+            name=name,
+            description=description,
+            partitions_def=version_partitions(pipeline),
+        )
         def _check(context: AssetCheckExecutionContext) -> AssetCheckResult:
-            health = _latest_health(context, key)
+            health = latest_health(context.instance, key, context.partition_key)
             state = str(health.get("state", "unknown"))
             return AssetCheckResult(
                 passed=ok(state),
                 severity=AssetCheckSeverity.WARN,
                 metadata={"state": state, "total_lag": int(health.get("total_lag", 0))},
+                description=f"latest report of {context.partition_key}: {state}",
             )
 
         return _check

@@ -1,8 +1,9 @@
-"""Great Expectations suites as Dagster asset checks on every table (live version snapshot).
+"""Great Expectations suites as Dagster asset checks on every table, per version (partition).
 
-They run after a table's materialization, on a schedule for continuous deployments, and on
-demand from the UI. Results carry the GE numbers and a link to the Data Docs page; the latest
-result of each table is kept for ``kappa quality report``.
+A version's suite runs on its table's current snapshot: on demand from the UI ("Execute" on a
+partition), and on a cadence while the version runs (``quality_sensor``), as a check-only run of
+``quality_<pipeline>`` that completes. Results carry the GE numbers and a link to the Data Docs
+page; the latest result of each version is kept for ``kappa quality report``.
 """
 
 # No `from __future__ import annotations`: Dagster inspects the check function's annotations.
@@ -18,14 +19,14 @@ from dagster import (
     AssetCheckSeverity,
     AssetKey,
     AssetSelection,
-    DefaultScheduleStatus,
     MetadataValue,
-    ScheduleDefinition,
     asset_check,
     define_asset_job,
 )
 
-from assets.names import table_key_path
+from assets.names import quality_job_name, table_key_path
+from assets.partitions import version_partitions
+from assets.refusals import refusing
 from assets.resources import KappaSettings, KappaSpark
 from streaming.define.pipeline import Pipeline
 from streaming.table_quality import run_table_suite
@@ -49,14 +50,19 @@ def quality_check(key: AssetKey, pipeline: Pipeline) -> AssetChecksDefinition:
         asset=key,
         name=QUALITY_CHECK,
         description="Great Expectations suite: key not null and unique, exact schema, and the "
-        "pipeline's domain rules, on the live version's current snapshot.",
+        "pipeline's domain rules, on the version's current snapshot.",
+        partitions_def=version_partitions(pipeline.name),
     )
     def _suite(
         context: AssetCheckExecutionContext, kappa: KappaSettings, spark: KappaSpark
     ) -> AssetCheckResult:
-        deployment, result = run_table_suite(
-            kappa.load(), pipeline, spark=lambda: spark.spark_session
-        )
+        with refusing():
+            deployment, result = run_table_suite(
+                kappa.load(),
+                pipeline,
+                version=context.partition_key,
+                spark=lambda: spark.spark_session,
+            )
         metadata = result.to_metadata()
         metadata["deployment"] = deployment.id
         if result.docs_page:
@@ -71,28 +77,21 @@ def quality_check(key: AssetKey, pipeline: Pipeline) -> AssetChecksDefinition:
     return _suite
 
 
-def quality_checks(pipelines: Mapping[str, Pipeline]) -> list[AssetChecksDefinition]:
-    """The suite of every pipeline that declares a quality spec."""
-    return [
-        quality_check(AssetKey(table_key_path(name)), pipeline)
+def quality_checks(pipelines: Mapping[str, Pipeline]) -> dict[str, AssetChecksDefinition]:
+    """The suite of every pipeline that declares a quality spec, by pipeline name."""
+    return {
+        name: quality_check(AssetKey(table_key_path(name)), pipeline)
         for name, pipeline in pipelines.items()
         if pipeline.quality
-    ]
+    }
 
 
-def quality_job(checks: list[AssetChecksDefinition]) -> "UnresolvedAssetJobDefinition":
+def quality_job(pipeline: str, check: AssetChecksDefinition) -> "UnresolvedAssetJobDefinition":
+    """``quality_<pipeline>``: run the suite on one version, the run's ``dagster/partition`` tag
+    (a job of checks only has no partitions of its own to choose from)."""
     return define_asset_job(
-        "table_quality",
-        selection=AssetSelection.checks(*checks),
-        description="Run every table's Great Expectations suite on its live snapshot.",
-    )
-
-
-def quality_schedule(job: "UnresolvedAssetJobDefinition") -> ScheduleDefinition:
-    """Every 10 minutes, off until switched on in the UI (a continuous table changes steadily)."""
-    return ScheduleDefinition(
-        name="table_quality_every_10_minutes",
-        job=job,
-        cron_schedule="*/10 * * * *",
-        default_status=DefaultScheduleStatus.STOPPED,
+        quality_job_name(pipeline),
+        selection=AssetSelection.checks(check),
+        description=f"Run `{pipeline}`'s Great Expectations suite on one version's snapshot: "
+        "launch with the tag dagster/partition=<version>.",
     )

@@ -1,9 +1,11 @@
 """UI jobs for versions: compare and promote a candidate, roll back, retire.
 
 ``promote_version`` compares the candidate with the live version at equal input offsets (waiting
-for it to catch up), reports the comparison as the table's blocking ``candidate_*`` checks, and
-switches the live pointer only if every check passed (or ``force``). The candidate sensor launches
-it with ``action: compare_only`` for pipelines whose promotion policy is manual.
+for it to catch up), reports the comparison as the blocking ``candidate_*`` checks on the
+candidate's partition, and switches the live pointer only if every check passed (or ``force``).
+The candidate sensor launches it with ``action: compare_only`` for pipelines whose promotion
+policy is manual. A refusal (a failed check, a lost race, nothing to roll back to) fails the run
+with one line and its evidence (``assets.refusals``).
 """
 
 # No `from __future__ import annotations`: Dagster reads these annotations at definition time.
@@ -13,7 +15,6 @@ from typing import Literal
 from dagster import (
     Config,
     DefaultScheduleStatus,
-    Failure,
     JobDefinition,
     OpExecutionContext,
     ScheduleDefinition,
@@ -22,7 +23,9 @@ from dagster import (
 )
 from pydantic import Field
 
-from assets.checks.comparison import comparison_evaluations
+from assets.checks.comparison import comparison_evaluations, refusal_evidence
+from assets.names import versions_partitions_name
+from assets.refusals import Refused, refusing
 from assets.resources import KappaSettings, KappaSpark
 from assets.tables import table_key
 from assets.versions.metadata import overview_observation
@@ -68,31 +71,31 @@ def compare_and_promote(
     key = table_key(config.pipeline)
     wait_s = settings.versions.compare_wait_s if config.wait_s is None else config.wait_s
     try:
-        result = compare_with_live(
-            settings, config.pipeline, config.version, wait_s, lambda: spark.spark_session
-        )
-        for evaluation in comparison_evaluations(key, settings, result):
+        with refusing():
+            result = compare_with_live(
+                settings, config.pipeline, config.version, wait_s, lambda: spark.spark_session
+            )
+        for evaluation in comparison_evaluations(context.instance, key, settings, result):
             context.log_event(evaluation)
         context.log.info(result.render_text())
         if not result.passed and not config.force:
-            msg = f"promotion of {config.pipeline} {config.version} blocked: "
-            raise Failure(description=msg + "; ".join(result.failures), allow_retries=False)
+            msg = f"promotion of {config.pipeline} {config.version} refused: "
+            raise Refused(msg + "; ".join(result.failures), refusal_evidence(settings, result))
         if config.action == "compare_only":
             context.log.info(
                 f"{config.pipeline} {config.version} passed; waiting for a manual promotion"
             )
             return
-        done = promote(
-            settings,
-            config.pipeline,
-            config.version,
-            force=config.force,
-            reason=config.reason,
-            comparison=result,
-            actor=f"dagster run {context.run_id[:8]}",
-        )
-    except KappaError as exc:
-        raise Failure(description=str(exc), allow_retries=False) from None
+        with refusing():
+            done = promote(
+                settings,
+                config.pipeline,
+                config.version,
+                force=config.force,
+                reason=config.reason,
+                comparison=result,
+                actor=f"dagster run {context.run_id[:8]}",
+            )
     finally:
         context.log_event(overview_observation(key, settings, config.pipeline))
     context.log.info(
@@ -107,10 +110,8 @@ def rollback_live(
     from streaming.versions.promotion import rollback
 
     settings = kappa.load()
-    try:
+    with refusing():
         record = rollback(settings, config.pipeline, actor=f"dagster run {context.run_id[:8]}")
-    except KappaError as exc:
-        raise Failure(description=str(exc), allow_retries=False) from None
     context.log_event(overview_observation(table_key(config.pipeline), settings, config.pipeline))
     context.log.info(f"{config.pipeline}: rolled back {record.from_version} -> {record.to_version}")
 
@@ -122,15 +123,18 @@ def _retire(context: OpExecutionContext, settings: Settings, pipeline: str, vers
         settings, pipeline, version, context.instance.run_coordinator.cancel_run
     )
     context.log.info(f"retired {pipeline} {version}: removed {', '.join(map(str, removed))}")
+    # Its state is gone, so is its partition (events stay in the history; the new-version
+    # sensor adds the partition again if the name is deployed afresh).
+    partitions = versions_partitions_name(pipeline)
+    if context.instance.has_dynamic_partition(partitions, version):
+        context.instance.delete_dynamic_partition(partitions, version)
     context.log_event(overview_observation(table_key(pipeline), settings, pipeline))
 
 
 @op(description="Stop a non-live version's deployment and delete its table and checkpoint.")
 def retire_one(context: OpExecutionContext, config: RetireConfig, kappa: KappaSettings) -> None:
-    try:
+    with refusing():
         _retire(context, kappa.load(), config.pipeline, config.version)
-    except KappaError as exc:
-        raise Failure(description=str(exc), allow_retries=False) from None
 
 
 @op(description="Retire every replaced version older than versions.retention_hours.")

@@ -23,6 +23,9 @@ def overview_metadata(view: Overview) -> dict[str, Any]:
         if state.caught_up_pct is not None:
             metadata[f"candidate.{state.version}.caught_up_pct"] = state.caught_up_pct
             metadata[f"candidate.{state.version}.behind_live"] = state.behind_live
+    verdict = view.last_verdict()
+    if verdict:
+        metadata["last_comparison"] = verdict
     if view.history:
         last = view.history[-1]
         metadata["last_switch"] = f"{last.from_version or '-'} -> {last.to_version}: {last.reason}"
@@ -30,4 +33,8 @@ def overview_metadata(view: Overview) -> dict[str, Any]:
 
 
 def overview_observation(key: AssetKey, settings: Settings, pipeline: str) -> AssetObservation:
-    return AssetObservation(asset_key=key, metadata=overview_metadata(overview(settings, pipeline)))
+    """The overview as an observation on the live version's partition (none before a live one)."""
+    view = overview(settings, pipeline)
+    return AssetObservation(
+        asset_key=key, partition=view.live_version, metadata=overview_metadata(view)
+    )

@@ -1,13 +1,16 @@
 """Sensors that drive side-by-side reprocessing; every decision is logged with its reason.
 
-``new_version_sensor``: after a code-location reload, a pipeline whose declared version is
-neither live nor running is started as a candidate (``deploy_<pipeline>`` with that version) from
-the earliest offsets, next to the live version.
+``new_version_sensor``: keeps every version of a pipeline (the declared one, and each one with
+state under the platform home) a partition of its table, so the UI can launch and show it; after
+a code-location reload, a pipeline whose declared version is neither live nor running is started
+as a candidate (``deploy_<pipeline>``, partition = that version) from the earliest offsets, next
+to the live version.
 
 ``candidate_sensor``: a candidate within reach of the live position gets a ``promote_version``
 run: compare at equal offsets (the blocking ``candidate_*`` checks), then promote (policy
 ``auto``) or report and wait (policy ``manual``). It also keeps each table's versions overview
-(live, candidates and progress, last comparison, history) current as asset observations.
+(live, candidates and progress, last comparison, history) current as observations on the live
+version's partition.
 """
 
 # No `from __future__ import annotations`: Dagster inspects the sensor functions' annotations.
@@ -18,43 +21,56 @@ from collections.abc import Mapping
 from typing import Any
 
 from dagster import (
+    AddDynamicPartitionsRequest,
     AssetObservation,
     DagsterInstance,
-    DagsterRunStatus,
     DefaultSensorStatus,
     RunRequest,
-    RunsFilter,
     SensorDefinition,
     SensorEvaluationContext,
     SensorResult,
     sensor,
 )
 
+from assets.names import (
+    FINGERPRINT_TAG,
+    LIVE_TAG,
+    PIPELINE_TAG,
+    REASON_TAG,
+    ROLE_TAG,
+    VERSION_TAG,
+    deploy_op_name,
+    versions_partitions_name,
+)
+from assets.partitions import unregistered
 from assets.resources import KappaSettings
+from assets.runs import run_state
 from assets.tables import table_key
 from assets.versions.jobs import promote_version
 from assets.versions.metadata import overview_metadata
 from streaming.define.registry import registry
-from streaming.versions.decisions import RunState, candidate_to_launch, comparison_to_run
+from streaming.settings import Settings
+from streaming.versions.comparable import deployed_versions
+from streaming.versions.decisions import candidate_to_launch, comparison_to_run
 from streaming.versions.overview import overview
 
 INTERVAL_S = 10
-_ACTIVE = {
-    DagsterRunStatus.QUEUED,
-    DagsterRunStatus.NOT_STARTED,
-    DagsterRunStatus.STARTING,
-    DagsterRunStatus.STARTED,
-    DagsterRunStatus.CANCELING,
-}
 
 
-def run_state(instance: DagsterInstance, job_name: str, tags: Mapping[str, str]) -> RunState:
-    runs = instance.get_runs(filters=RunsFilter(job_name=job_name, tags=dict(tags)), limit=1)
-    if not runs:
-        return "none"
-    if runs[0].status in _ACTIVE:
-        return "active"
-    return "succeeded" if runs[0].status == DagsterRunStatus.SUCCESS else "failed"
+def version_partition_requests(
+    instance: DagsterInstance, settings: Settings
+) -> list[AddDynamicPartitionsRequest]:
+    """Every version of every pipeline that is not a partition of its table yet: the declared
+    version (so it can be launched from the asset page), and each one with state."""
+    requests = []
+    for name, pipeline in sorted(registry(settings.pipelines).items()):
+        versions = {pipeline.version, *deployed_versions(settings.home, name)}
+        missing = unregistered(instance, name, versions)
+        if missing:
+            requests.append(
+                AddDynamicPartitionsRequest(versions_partitions_name(name), partition_keys=missing)
+            )
+    return requests
 
 
 def new_version_sensor(deploy_jobs: Mapping[str, Any]) -> SensorDefinition:
@@ -65,16 +81,17 @@ def new_version_sensor(deploy_jobs: Mapping[str, Any]) -> SensorDefinition:
         jobs=list(deploy_jobs.values()),
         minimum_interval_seconds=INTERVAL_S,
         default_status=DefaultSensorStatus.RUNNING,
-        description="Starts a pipeline's newly declared version side by side with the live one.",
+        description="Keeps every version a partition of its table, and starts a pipeline's "
+        "newly declared version side by side with the live one.",
     )
     def _sensor(context: SensorEvaluationContext, kappa: KappaSettings) -> SensorResult:
         settings = kappa.load()
         requests, reasons = [], []
         for name, pipeline in sorted(registry(settings.pipelines).items()):
             tags = {
-                "kappa/pipeline": name,
-                "kappa/version": pipeline.version,
-                "kappa/fingerprint": pipeline.fingerprint,
+                PIPELINE_TAG: name,
+                VERSION_TAG: pipeline.version,
+                FINGERPRINT_TAG: pipeline.fingerprint,
             }
             job_name = deploy_jobs[name].name
             decision = candidate_to_launch(
@@ -83,17 +100,19 @@ def new_version_sensor(deploy_jobs: Mapping[str, Any]) -> SensorDefinition:
             context.log.info(decision.reason)
             reasons.append(decision.reason)
             if decision.act:
-                op_name = "__".join(table_key(name).path)
-                config = {"version": pipeline.version, "starting_offsets": "earliest"}
+                config = {"starting_offsets": "earliest"}
                 requests.append(
                     RunRequest(
                         job_name=job_name,
-                        run_config={"ops": {op_name: {"config": config}}},
-                        tags={**tags, "kappa/role": "candidate", "kappa/reason": decision.reason},
+                        partition_key=pipeline.version,
+                        run_config={"ops": {deploy_op_name(name): {"config": config}}},
+                        tags={**tags, ROLE_TAG: "candidate", REASON_TAG: decision.reason},
                     )
                 )
         return SensorResult(
-            run_requests=requests, skip_reason=None if requests else "; ".join(reasons)
+            run_requests=requests,
+            dynamic_partitions_requests=version_partition_requests(context.instance, settings),
+            skip_reason=None if requests else "; ".join(reasons),
         )
 
     return _sensor
@@ -115,13 +134,17 @@ def candidate_sensor(context: SensorEvaluationContext, kappa: KappaSettings) -> 
         view = overview(settings, name)
         metadata = overview_metadata(view)
         digest = hashlib.sha256(repr(sorted(metadata.items())).encode()).hexdigest()[:16]
-        if cursor.get(name) != digest:
-            events.append(AssetObservation(asset_key=table_key(name), metadata=metadata))
+        if view.live_version and cursor.get(name) != digest:
+            events.append(
+                AssetObservation(
+                    asset_key=table_key(name), partition=view.live_version, metadata=metadata
+                )
+            )
             cursor[name] = digest
         tags = {
-            "kappa/pipeline": name,
-            "kappa/version": pipeline.version,
-            "kappa/live": view.live_version or "",
+            PIPELINE_TAG: name,
+            VERSION_TAG: pipeline.version,
+            LIVE_TAG: view.live_version or "",
         }
         decision = comparison_to_run(
             settings, pipeline, run_state(context.instance, promote_version.name, tags)
@@ -139,7 +162,7 @@ def candidate_sensor(context: SensorEvaluationContext, kappa: KappaSettings) -> 
                 RunRequest(
                     job_name=promote_version.name,
                     run_config={"ops": {"compare_and_promote": {"config": config}}},
-                    tags={**tags, "kappa/reason": decision.reason},
+                    tags={**tags, REASON_TAG: decision.reason},
                 )
             )
     return SensorResult(

@@ -10,51 +10,58 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from dagster_pipes import PipesContext, open_dagster_pipes
+from dagster_pipes import PipesContext, PipesMetadataType, PipesMetadataValue, open_dagster_pipes
 
 from streaming.run.reporting import Snapshot
 
+ROW_COUNT = "dagster/row_count"  # Dagster shows it as the table's row count
 
-def snapshot_metadata(snapshot: Snapshot) -> dict[str, Any]:
-    """Dagster metadata (numbers stay numbers, so the UI can plot them)."""
-    meta: dict[str, Any] = {
-        "state": snapshot.state,
-        "deployment": snapshot.deployment,
-        "version": snapshot.version,
-        "fingerprint": snapshot.fingerprint,
-        "table_rows": snapshot.table_rows,
-        "table_version": snapshot.table_version,
-        "table_path": {"raw_value": snapshot.table_path, "type": "path"},
-        "total_lag": snapshot.total_lag,
-        "batches": snapshot.batches,
-        "records_processed": snapshot.records_processed,
-        "input_rows_per_s": round(snapshot.input_rows_per_s, 1),
-        "processed_rows_per_s": round(snapshot.processed_rows_per_s, 1),
-        "last_batch_duration_s": round(snapshot.last_batch_duration_s, 3),
-        "dead_lettered_total": snapshot.dead_lettered_total,
-        "dead_lettered_run": snapshot.dead_lettered_run,
-        "duration_s": round(snapshot.duration_s, 2),
-        "committed_offsets": {"raw_value": snapshot.committed_offsets, "type": "json"},
-        "lag_per_partition": {"raw_value": snapshot.lag, "type": "json"},
+
+def _typed(kind: PipesMetadataType, value: Any) -> PipesMetadataValue:
+    return {"raw_value": value, "type": kind}
+
+
+def snapshot_metadata(snapshot: Snapshot) -> dict[str, PipesMetadataValue]:
+    """A progress report as Dagster metadata, each value with its type.
+
+    Numbers are what Dagster plots, so only the series worth watching over time are numbers:
+    rates, lag, batch duration, row count and catch-up percent. Totals and identifiers (batches,
+    records, dead letters, uptime, table version) are plain text, paths are paths.
+    """
+    meta: dict[str, PipesMetadataValue] = {
+        "state": _typed("text", snapshot.state),
+        "version": _typed("text", snapshot.version),
+        "deployment": _typed("text", snapshot.deployment),
+        "fingerprint": _typed("text", snapshot.fingerprint),
+        "total_lag": _typed("int", snapshot.total_lag),
+        "input_rows_per_s": _typed("float", round(snapshot.input_rows_per_s, 1)),
+        "processed_rows_per_s": _typed("float", round(snapshot.processed_rows_per_s, 1)),
+        "last_batch_duration_s": _typed("float", round(snapshot.last_batch_duration_s, 3)),
+        ROW_COUNT: _typed("int", snapshot.table_rows),
+        "table_version": _typed("text", str(snapshot.table_version)),
+        "table_path": _typed("path", snapshot.table_path),
+        "batches": _typed("text", str(snapshot.batches)),
+        "records_processed": _typed("text", str(snapshot.records_processed)),
+        "dead_lettered_total": _typed("text", str(snapshot.dead_lettered_total)),
+        "dead_lettered_run": _typed("text", str(snapshot.dead_lettered_run)),
+        "uptime_s": _typed("text", f"{snapshot.duration_s:.0f}"),
+        "committed_offsets": _typed("json", snapshot.committed_offsets),
+        "lag_per_partition": _typed("json", snapshot.lag),
     }
     if snapshot.role:
-        meta["role"] = snapshot.role
+        meta["role"] = _typed("text", snapshot.role)
     if snapshot.behind_live is not None:
-        meta["live_version"] = snapshot.live_version
-        meta["catch_up_pct"] = snapshot.catch_up_pct
-        meta["behind_live"] = snapshot.behind_live
-        meta["catch_up_eta_s"] = (
-            snapshot.catch_up_eta_s if snapshot.catch_up_eta_s is not None else "unknown"
-        )
+        eta = snapshot.catch_up_eta_s
+        meta["live_version"] = _typed("text", snapshot.live_version)
+        meta["catch_up_pct"] = _typed("float", snapshot.catch_up_pct)
+        meta["behind_live"] = _typed("int", snapshot.behind_live)
+        meta["catch_up_eta_s"] = _typed("text", "unknown" if eta is None else f"{eta:.0f}")
     if snapshot.fingerprint_drift:
-        meta["code_changed_without_new_version"] = (
+        meta["code_changed_without_new_version"] = _typed(
+            "text",
             f"table built by fingerprint {snapshot.fingerprint_drift}, running code is "
-            f"{snapshot.fingerprint}: bump the pipeline's VERSION to reprocess side by side"
+            f"{snapshot.fingerprint}: bump the pipeline's VERSION to reprocess side by side",
         )
-    for topic, parts in snapshot.committed_offsets.items():
-        for partition, offset in parts.items():
-            meta[f"offset.{topic}.{partition}"] = offset
-            meta[f"lag.{topic}.{partition}"] = snapshot.lag.get(topic, {}).get(partition, 0)
     return meta
 
 

@@ -42,6 +42,19 @@ class Overview:
     def candidates(self) -> list[VersionRow]:
         return [v for v in self.versions if v.role == Role.CANDIDATE]
 
+    def last_verdict(self) -> str | None:
+        """The most recent comparison with the live version, and why it passed or failed."""
+        compared = [v for v in self.versions if v.comparison]
+        if not compared:
+            return None
+        row = max(compared, key=lambda v: str((v.comparison or {}).get("compared_at", "")))
+        comparison = row.comparison or {}
+        outcome = "passed" if comparison.get("passed") else "REFUSED"
+        failures = "; ".join(str(f) for f in comparison.get("failures") or ())
+        why = f": {failures}" if failures else ""
+        at = str(comparison.get("compared_at", ""))[:19].replace("T", " ")
+        return f"{row.version} vs live {self.live_version}, {at} UTC: {outcome}{why}"
+
     def markdown(self) -> str:
         rows = ["| version | role | running | behind live | caught up | last comparison |"]
         rows.append("|---|---|---|---|---|---|")
@@ -116,6 +129,7 @@ def _last_comparison(
     return {
         "passed": saved.passed,
         "failures": list(saved.failures),
+        "compared_at": saved.compared_at,
         "at": comparison_offsets(settings, pipeline, live, version).get("offsets"),
         "data_docs": saved.docs_page or "",
     }

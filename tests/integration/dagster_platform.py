@@ -9,6 +9,7 @@ from pathlib import Path
 
 from dagster_graphql import DagsterGraphQLClient
 
+from assets.names import PARTITION_TAG, deploy_job_name, deploy_op_name, versions_partitions_name
 from kappa.broker import EmbeddedBroker
 from kappa.dagster_api import DagsterApi
 from kappa.platform_up import dagster_dev
@@ -27,10 +28,13 @@ class Platform:
     api: DagsterApi
     client: DagsterGraphQLClient
 
-    def launch(self, pipeline: str, **config: object) -> str:
-        op = f"tables__{pipeline}"
+    def launch(self, pipeline: str, version: str = "v1", **config: object) -> str:
+        """Run ``deploy_<pipeline>`` on the version's partition (added first, as the UI does)."""
+        self.api.add_partition(versions_partitions_name(pipeline), version)
         return self.client.submit_job_execution(
-            f"deploy_{pipeline}", run_config={"ops": {op: {"config": config}}}
+            deploy_job_name(pipeline),
+            run_config={"ops": {deploy_op_name(pipeline): {"config": config}}},
+            tags={PARTITION_TAG: version},
         )
 
     def status(self, run_id: str) -> str:

@@ -4,92 +4,58 @@ asset graph, launch it, watch its run in progress, terminate it. Screenshots are
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 from dagster import DagsterInstance
 
+from assets.names import versions_partitions_name
 from kappa.testing.producing import send, transactions
-from streaming.settings import REPO_ROOT
 from streaming.wait import wait_until
+from tests.integration.browser import (
+    CHROMIUM_ARGS,
+    artifacts_dir,
+    chromium,
+    dismiss_welcome,
+    materialize_one_partition,
+)
 from tests.integration.dagster_platform import running_platform
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-
-
-def _chromium() -> str:
-    """Debian's Chromium, installed by the test when missing (root, apt-get)."""
-    found = shutil.which("chromium")
-    if found is None and shutil.which("apt-get") and os.geteuid() == 0:
-        subprocess.run(["apt-get", "update", "-qq"], check=True, capture_output=True)
-        subprocess.run(
-            ["apt-get", "install", "-y", "-qq", "chromium"],
-            check=True,
-            capture_output=True,
-            env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"},
-        )
-        found = shutil.which("chromium")
-    if found is None:
-        pytest.fail("Chromium is not installed and could not be installed (needs root + apt-get)")
-    return found
-
-
-def _dismiss_welcome(page) -> None:  # type: ignore[no-untyped-def]
-    """Close Dagster's 'Join the community' dialog if it shows up."""
-    skip = page.get_by_role("button", name="Skip")
-    try:
-        skip.wait_for(state="visible", timeout=5_000)
-    except Exception:
-        return
-    skip.click()
-
 
 @pytest.fixture(scope="module")
 def artifacts() -> Path:
-    path = Path(os.environ.get("KAPPA_TEST_ARTIFACTS", REPO_ROOT / "test-artifacts")) / "browser"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return artifacts_dir("browser")
 
 
 def test_launch_and_terminate_a_streaming_asset_from_the_ui(tmp_path, artifacts):
     from playwright.sync_api import expect, sync_playwright
 
-    chromium = _chromium()
+    executable = chromium()
     with running_platform(tmp_path / "home") as platform, sync_playwright() as pw:
         send(platform.settings, transactions(500, seed=30))
+        platform.api.add_partition(versions_partitions_name("customer_spend"), "v1")
         url = f"http://127.0.0.1:{platform.settings.dagster.port}"
-        browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        browser = pw.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 900})
             page.goto(f"{url}/assets/tables/customer_spend?view=lineage")
-            _dismiss_welcome(page)
+            dismiss_welcome(page)
             node = page.get_by_text("customer_spend", exact=True).last
             expect(node).to_be_visible(timeout=30_000)
             expect(page.get_by_text("transactions", exact=True).last).to_be_visible()
             page.screenshot(path=str(artifacts / "1-asset-graph.png"))
 
-            page.get_by_role("button", name="Materialize (1)").click()
+            # The table is partitioned by version: the dialog picks v1, its only partition.
+            materialize_one_partition(page)
             assert wait_until(lambda: platform.api.active_runs(), timeout_s=30, interval_s=0.5)
             [run] = platform.api.active_runs()
             assert wait_until(lambda: platform.holder_pid("customer_spend") is not None, 120, 0.5)
             assert wait_until(lambda: platform.status(run.run_id) == "STARTED", 30, 0.5)
 
             page.goto(f"{url}/runs/{run.run_id}")
-            _dismiss_welcome(page)
+            dismiss_welcome(page)
             expect(page.get_by_text("Started", exact=True).first).to_be_visible(timeout=30_000)
             expect(page.get_by_text("tables__customer_spend").first).to_be_visible()
             page.screenshot(path=str(artifacts / "2-run-in-progress.png"))

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from dagster import AssetKey, DagsterInstance, materialize
+from dagster import AssetKey, DagsterInstance, PathMetadataValue, materialize
 
 from assets.definitions import defs
 from assets.resources import KappaSettings, spark_resource
@@ -30,6 +30,10 @@ def test_definitions_load_with_topics_upstream_of_tables():
     assert AssetKey(["kafka", "customers"]) in customers.parent_keys
     spend = graph.get(AssetKey(["tables", "customer_spend"]))
     assert AssetKey(["kafka", "transactions"]) in spend.parent_keys
+    # one partition per version; a deploy run plans no checks (it reports lag and freshness)
+    assert customers.partitions_def.name == "customers_versions"
+    deploy = defs().resolve_job_def("deploy_customers")
+    assert deploy.asset_layer.asset_graph.asset_check_keys == set()
 
 
 def test_stdlib_platform_module_is_not_shadowed():
@@ -57,6 +61,7 @@ def test_materializing_a_table_runs_the_pipeline_and_reports_metadata(settings, 
     os.environ.update(settings.to_env())
     try:
         instance = DagsterInstance.ephemeral()
+        instance.add_dynamic_partitions("customers_versions", ["v1"])
         check = next(
             c
             for c in definitions.asset_checks
@@ -64,6 +69,7 @@ def test_materializing_a_table_runs_the_pipeline_and_reports_metadata(settings, 
         )
         result = materialize(
             [table, check],
+            partition_key="v1",
             instance=instance,
             resources=_resources(settings),
             run_config={"ops": {"tables__customers": {"config": {"mode": "until_caught_up"}}}},
@@ -73,16 +79,20 @@ def test_materializing_a_table_runs_the_pipeline_and_reports_metadata(settings, 
             os.environ.pop(key, None)
     assert result.success
     mat = result.asset_materializations_for_node("tables__customers")[-1]
+    assert mat.partition == "v1"
     meta = {k: getattr(v, "value", v) for k, v in mat.metadata.items()}
     expected = customers_state(replay(settings.kafka.bootstrap_servers, "customers"))
-    assert meta["table_rows"] == len(expected)
-    assert meta["records_processed"] == 2000
+    assert meta["dagster/row_count"] == len(expected)
+    assert meta["records_processed"] == "2000"  # a total: plain text, not a plotted number
     assert meta["total_lag"] == 0
-    assert meta["dead_lettered_total"] == 0
-    assert sum(meta[f"offset.customers.{p}"] for p in range(4)) == 2000
+    assert meta["dead_lettered_total"] == "0"
+    assert sum(meta["committed_offsets"]["customers"].values()) == 2000
+    assert isinstance(mat.metadata["table_path"], PathMetadataValue)
+    assert meta["live_version"] == "v1" and meta["role"] == "live"
     assert table_rows(settings, "customers") == expected
     evaluations = result.get_asset_check_evaluations()
     assert {e.check_name for e in evaluations} == {"lag", "freshness", "quality_suite"}
+    assert {e.partition for e in evaluations} == {"v1"}
     [evaluation] = [e for e in evaluations if e.check_name == "quality_suite"]
     assert evaluation.passed
     check_meta = {k: getattr(v, "value", v) for k, v in evaluation.metadata.items()}

@@ -68,7 +68,7 @@ def test_launch_watch_stop_relaunch_without_loss(platform):
         lambda: (
             (e := latest_event(platform.api, "customer_spend")) is not None
             and any(
-                m["label"] == "records_processed" and m.get("intValue") == 2500
+                m["label"] == "records_processed" and m.get("text") == "2500"
                 for m in e["metadataEntries"]
             )
         ),
@@ -77,6 +77,7 @@ def test_launch_watch_stop_relaunch_without_loss(platform):
     )
     [status] = deployment_statuses(platform.api, ["customer_spend"])
     assert status.status in ("running", "catching_up") and status.run_id == run_id
+    assert (status.version, status.role) == ("v1", "live")
     assert status.rows == len(_spend(platform))
 
     # a second launch does not start a second copy

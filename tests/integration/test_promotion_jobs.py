@@ -89,10 +89,17 @@ def test_buggy_candidate_is_refused_and_declared_change_is_promoted(
     result = _promote(settings, instance, "v3")
     assert not result.success
     failure = result.get_step_failure_events()[0].event_specific_data
+    # a refusal is one line with its evidence, not a stack trace
+    assert failure.user_failure_data.description.startswith("promotion of customers v3 refused")
     assert "email" in failure.user_failure_data.description
+    assert failure.error.stack == [] and "\n" not in failure.error.message
+    evidence = failure.user_failure_data.metadata
+    assert evidence["failed_checks"].value == "candidate_values"
+    assert evidence["match_rate.email"].value < 0.95
     assert live_version(settings.home, "customers") == "v1"
     values = _check(instance, "candidate_values")
     assert not values.passed and values.blocking
+    assert values.partition == "v3"  # on the candidate's partition
     rate = values.metadata["match_rate.email"].value
     assert 0.8 < rate < 0.95  # the broken share, measured by GE
     assert values.metadata["unexpected.match(email)"].value > 0

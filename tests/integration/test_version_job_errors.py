@@ -1,4 +1,5 @@
-"""A version job that is refused fails with the reason as its description, not a traceback."""
+"""A version job that is refused fails with the reason as its description, without a stack
+trace."""
 
 from __future__ import annotations
 
@@ -33,4 +34,5 @@ def test_a_rollback_that_lost_a_race_fails_with_its_reason(settings):
     data = failure.event_specific_data
     assert data.user_failure_data is not None, data.error.to_string()
     assert "someone else switched it first" in data.user_failure_data.description
+    assert data.error.stack == []  # one line, no stack trace
     assert live_version(settings.home, "customers") == "v3"

@@ -1,0 +1,293 @@
+"""The reprocessing flow as a user performs it in the Dagster UI, in headless Chromium.
+
+Launch v1 from the asset page; change the pipeline (names upper-cased) and its version, reload the
+code location; see v2 appear as a candidate with its progress; see its blocking comparison fail
+with the reason and the promotion refused; declare the change as expected (v3), see it pass and
+promote it from the Launchpad; see v3 live; roll back from the Launchpad and see v1 live. Each
+step asserts on what the page shows; a screenshot per step goes to
+``test-artifacts/browser-reprocessing/`` (or ``$KAPPA_TEST_ARTIFACTS``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assets.names import versions_partitions_name
+from kappa.testing.producing import customer_changes, send
+from streaming.versions.live_pointer import live_version
+from streaming.wait import wait_until
+from tests.integration.browser import (
+    CHROMIUM_ARGS,
+    artifacts_dir,
+    chromium,
+    dismiss_welcome,
+    materialize_one_partition,
+)
+from tests.integration.dagster_platform import Platform, running_platform
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+MODULE = "ui_flow_pipelines.customers"
+CODE = '''"""customers, as a user's pipeline module (written by the test)."""
+from dataclasses import replace
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from pipelines import customers as base
+from quality.rules import ComparisonPolicy
+
+VERSION = "{version}"
+
+
+def transform(records: DataFrame) -> DataFrame:
+    rows = base.transform(records)
+    return rows{change}
+
+
+PIPELINE = replace(base.PIPELINE, version=VERSION, transform=transform{policy})
+'''
+UPPER = '.withColumn("name", F.upper(F.col("name")))'
+V1 = CODE.format(version="v1", change="", policy="")
+V2 = CODE.format(version="v2", change=UPPER, policy="")
+V3 = CODE.format(
+    version="v3",
+    change=UPPER,
+    policy=', comparison=ComparisonPolicy(expected_changed_columns=frozenset({"name"}))',
+)
+TIMEOUT_MS = 60_000
+REASON = r"column name matches for [\d.]+% of keys"
+
+
+@pytest.fixture(scope="module")
+def code_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    root = tmp_path_factory.mktemp("user_code")
+    package = root / "ui_flow_pipelines"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "customers.py").write_text(V1)
+    saved = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), saved) if p)
+    try:
+        yield package
+    finally:
+        if saved is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = saved
+
+
+class Producer(threading.Thread):
+    """Keeps events arriving (load, not synchronisation): the live version keeps materializing."""
+
+    def __init__(self, platform: Platform) -> None:
+        super().__init__(daemon=True)
+        self.platform = platform
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        seed = 2000
+        while not self.stopped.is_set():
+            send(self.platform.settings, customer_changes(50, seed=seed))
+            seed += 1
+            self.stopped.wait(1.0)
+
+
+def _runs(platform: Platform, job: str, **tags: str) -> list[dict[str, Any]]:
+    filters = {"pipelineName": job, "tags": [{"key": k, "value": v} for k, v in tags.items()]}
+    data = platform.api.query(
+        """query($filter: RunsFilter) { runsOrError(filter: $filter) {
+             ... on Runs { results { runId status runConfigYaml } } } }""",
+        {"filter": filters},
+    )
+    return data["runsOrError"]["results"]
+
+
+def _promote_runs(platform: Platform, version: str) -> list[dict[str, Any]]:
+    return [
+        r
+        for r in _runs(platform, "promote_version")
+        if f"version: {version}" in (r["runConfigYaml"] or "")
+    ]
+
+
+def _repository_path(platform: Platform) -> str:
+    """The code location's repository as the UI's URLs name it (the location alone for a
+    ``Definitions`` object's implicit repository)."""
+    data = platform.api.query(
+        "{ repositoriesOrError { ... on RepositoryConnection "
+        "{ nodes { name location { name } } } } }"
+    )
+    [node] = data["repositoriesOrError"]["nodes"]
+    name, location = node["name"], node["location"]["name"]
+    return location if name == "__repository__" else f"{name}@{location}"
+
+
+class Ui:
+    """The pages a user visits, with a screenshot per step."""
+
+    def __init__(self, page: Any, url: str, artifacts: Path) -> None:
+        self.page = page
+        self.url = url
+        self.artifacts = artifacts
+
+    def goto(self, path: str) -> None:
+        self.page.goto(f"{self.url}{path}")
+        dismiss_welcome(self.page)
+
+    def shot(self, name: str) -> None:
+        self.page.screenshot(path=str(self.artifacts / f"{name}.png"), full_page=True)
+
+    def version_page(self, version: str) -> None:
+        """The asset page's partition view of one version: its latest report's metadata."""
+        self.goto(f"/assets/tables/customers?view=partitions&partition={version}")
+
+    def expect_text(self, pattern: str, *, reload_until: bool = True) -> None:
+        """Wait until the page shows ``pattern`` (a regex), reloading it as reports arrive."""
+        from playwright.sync_api import expect
+
+        target = self.page.get_by_text(re.compile(pattern)).first
+        if reload_until:
+
+            def shown() -> bool:
+                try:
+                    target.wait_for(state="visible", timeout=5_000)
+                    return True
+                except Exception:
+                    self.page.reload()
+                    dismiss_welcome(self.page)
+                    return False
+
+            assert wait_until(shown, timeout_s=240, interval_s=1), (
+                f"the page never showed {pattern!r}"
+            )
+        expect(target).to_be_visible(timeout=TIMEOUT_MS)
+
+    def reload_code_location(self) -> None:
+        self.goto("/locations")
+        self.page.get_by_role("button", name="Reload").first.click()
+
+    def launch_from_launchpad(self, repository: str, job: str, config: dict[str, Any]) -> None:
+        """Open the job's Launchpad, put the run config in its editor, launch."""
+        self.goto(f"/locations/{repository}/jobs/{job}/playground")
+        editor = self.page.locator(".CodeMirror").first
+        editor.wait_for(state="visible", timeout=TIMEOUT_MS)
+        # YAML is a superset of JSON: the editor takes the config as one JSON line.
+        self.page.evaluate(
+            "(text) => document.querySelector('.CodeMirror').CodeMirror.setValue(text)",
+            json.dumps(config),
+        )
+        self.page.get_by_role("button", name="Launch Run").click()
+
+
+@pytest.mark.timeout(1800)  # three versions side by side, Spark and Dagster on two cores
+def test_reprocessing_flow_in_the_dagster_ui(code_dir: Path, tmp_path: Path):
+    from playwright.sync_api import sync_playwright
+
+    executable = chromium()
+    artifacts = artifacts_dir("browser-reprocessing")
+    with running_platform(tmp_path / "home", pipelines=MODULE) as platform, sync_playwright() as pw:
+        settings, home = platform.settings, platform.settings.home
+        send(settings, customer_changes(1500, seed=70))
+        producer = Producer(platform)
+        producer.start()
+        browser = pw.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        try:
+            ui = Ui(
+                browser.new_page(viewport={"width": 1500, "height": 1000}),
+                _url(platform),
+                artifacts,
+            )
+            repository = _repository_path(platform)
+
+            # 1. v1 from the asset page: Materialize, its only partition, one run
+            platform.api.add_partition(versions_partitions_name("customers"), "v1")
+            ui.goto("/assets/tables/customers")
+            materialize_one_partition(ui.page)
+            assert wait_until(lambda: live_version(home, "customers") == "v1", 240, 1)
+            ui.version_page("v1")
+            ui.expect_text(r"^live_version$")
+            ui.expect_text(r"^v1$", reload_until=False)
+            ui.shot("1-v1-live")
+
+            # 2. the pipeline changes (names upper-cased) under a new version; reload from the UI
+            (code_dir / "customers.py").write_text(V2)
+            ui.reload_code_location()
+            ui.shot("2-code-location-reloaded")
+            assert wait_until(
+                lambda: _runs(platform, "deploy_customers", **{"kappa/version": "v2"}), 180, 1
+            ), "the new-version sensor did not start v2"
+
+            # 3. v2 side by side: the live version's page shows it catching up
+            ui.version_page("v1")
+            ui.expect_text(r"candidate\.v2\.caught_up_pct")
+            ui.shot("3-v2-candidate-progress")
+
+            # 4. the comparison fails on v2's partition, with its reason; the promotion is refused
+            assert wait_until(lambda: _promote_runs(platform, "v2"), 420, 2)
+            refused = _promote_runs(platform, "v2")[-1]  # the first one (newest first)
+            platform.wait_status(refused["runId"], {"FAILURE"}, 300)
+            ui.goto(f"/runs/{refused['runId']}")
+            ui.expect_text(REASON, reload_until=False)
+            ui.shot("4a-promotion-refused")
+            ui.goto("/assets/tables/customers?view=checks")
+            ui.page.get_by_text("candidate_values", exact=True).first.click()
+            ui.page.get_by_text("Execution history", exact=True).first.click()
+            ui.expect_text(REASON, reload_until=False)
+            ui.shot("4b-candidate-check-failed")
+            # and the live version's page says why the last promotion was refused
+            ui.version_page("v1")
+            ui.expect_text(r"v2 vs live v1, .*REFUSED")
+            ui.shot("4c-live-says-refused")
+            assert live_version(home, "customers") == "v1"
+            # the refused candidate is of no more use: the user stops it
+            platform.api.terminate([r["runId"] for r in _active(platform, "v2")])
+
+            # 5. the change declared as expected (v3): its comparison passes; promote from the UI
+            (code_dir / "customers.py").write_text(V3)
+            ui.reload_code_location()
+            assert wait_until(lambda: _promote_runs(platform, "v3"), 600, 2)
+            assert wait_until(
+                lambda: any(r["status"] == "SUCCESS" for r in _promote_runs(platform, "v3")),
+                600,
+                2,
+            ), f"v3's comparison did not pass: {_promote_runs(platform, 'v3')}"
+            ui.launch_from_launchpad(
+                repository, "promote_version", _ops("compare_and_promote", version="v3")
+            )
+            assert wait_until(lambda: live_version(home, "customers") == "v3", 300, 1)
+
+            # 6. v3 live; roll back from the UI, v1 live again
+            ui.version_page("v3")
+            ui.expect_text(r"v1 -> v3")
+            ui.shot("5-v3-live")
+            ui.launch_from_launchpad(repository, "rollback_version", _ops("rollback_live"))
+            assert wait_until(lambda: live_version(home, "customers") == "v1", 300, 1)
+            ui.version_page("v1")
+            ui.expect_text(r"v3 -> v1")
+            ui.shot("6-rolled-back-to-v1")
+        finally:
+            producer.stopped.set()
+            producer.join(timeout=30)
+            browser.close()
+
+
+def _url(platform: Platform) -> str:
+    return f"http://127.0.0.1:{platform.settings.dagster.port}"
+
+
+def _ops(op: str, **config: str) -> dict[str, Any]:
+    return {"ops": {op: {"config": {"pipeline": "customers", **config}}}}
+
+
+def _active(platform: Platform, version: str) -> list[dict[str, Any]]:
+    runs = _runs(platform, "deploy_customers", **{"kappa/version": version})
+    return [r for r in runs if r["status"] in ("QUEUED", "STARTING", "STARTED")]

@@ -1,0 +1,116 @@
+"""What the sensors ask Dagster for, evaluated with ``build_sensor_context`` on a real platform
+home (Delta tables, live pointer, deployment locks) and a real broker: every version a partition
+of its table, the declared version launched on its partition, a running version's quality suite
+on its cadence."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+
+import pyarrow as pa
+import pytest
+from dagster import DagsterInstance, build_sensor_context
+from deltalake import CommitProperties, write_deltalake
+
+from assets.checks.quality_cadence import quality_sensor
+from assets.definitions import defs
+from assets.resources import KappaSettings
+from kappa.testing.producing import customer_changes, send
+from streaming.define.registry import get_pipeline, registry
+from streaming.delta.commit_info import BATCH_ID, END_OFFSETS
+from streaming.run.deployment import Deployment
+from streaming.run.lock import DeploymentLock
+from streaming.versions.live_pointer import claim_first
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def env(settings, monkeypatch):  # type: ignore[no-untyped-def]
+    """The sensors load the settings from the environment, as in the code location."""
+    for key, value in settings.to_env().items():
+        monkeypatch.setenv(key, value)
+    return {"kappa": KappaSettings(home=str(settings.home))}
+
+
+def _table(settings, version: str) -> Deployment:  # type: ignore[no-untyped-def]
+    """A version whose table has one batch commit."""
+    deployment = Deployment("customers", version, settings.home)
+    metadata = {BATCH_ID: "0", END_OFFSETS: json.dumps({"customers": {"0": 1}})}
+    write_deltalake(
+        str(deployment.table_path),
+        pa.table({"customer_id": ["a"]}),
+        commit_properties=CommitProperties(custom_metadata=metadata),
+    )
+    return deployment
+
+
+def _sensor(name: str):  # type: ignore[no-untyped-def]
+    return defs().resolve_sensor_def(name)
+
+
+def test_versions_become_partitions_and_the_declared_one_runs_on_its_own(
+    settings, broker, env, monkeypatch
+):
+    instance = DagsterInstance.ephemeral()
+    sensor = _sensor("new_version_sensor")
+    first = sensor(build_sensor_context(instance=instance, resources=env))
+    added = {r.partitions_def_name: r.partition_keys for r in first.dynamic_partitions_requests}
+    assert added == {"customers_versions": ["v1"], "customer_spend_versions": ["v1"]}
+    assert first.run_requests == []  # nothing is live yet: v1 is launched from the asset page
+    for name, keys in added.items():
+        instance.add_dynamic_partitions(name, keys)
+
+    send(settings, customer_changes(20, seed=3))
+    _table(settings, "v1")
+    claim_first(settings.home, "customers", "v1", "first deployment")
+    v1 = get_pipeline(settings.pipelines, "customers")
+    monkeypatch.setitem(
+        registry(settings.pipelines), "customers", dataclasses.replace(v1, version="v2")
+    )
+    result = sensor(build_sensor_context(instance=instance, resources=env))
+    [added] = result.dynamic_partitions_requests
+    assert (added.partitions_def_name, added.partition_keys) == ("customers_versions", ["v2"])
+    [request] = result.run_requests
+    assert (request.job_name, request.partition_key) == ("deploy_customers", "v2")
+    assert request.run_config["ops"]["tables__customers"]["config"] == {
+        "starting_offsets": "earliest"
+    }
+    assert request.tags["kappa/role"] == "candidate"
+    assert "differs from live v1" in request.tags["kappa/reason"]
+
+
+def test_a_running_version_is_validated_once_committed_then_on_its_cadence(
+    settings, env, monkeypatch
+):
+    sensor = quality_sensor(
+        {"customers": defs().resolve_job_def("quality_customers")}  # type: ignore[dict-item]
+    )
+    instance = DagsterInstance.ephemeral()
+
+    def tick(cursor: str | None = None):  # type: ignore[no-untyped-def]
+        return sensor(build_sensor_context(instance=instance, resources=env, cursor=cursor))
+
+    deployment = Deployment("customers", "v2", settings.home)
+    lock = DeploymentLock(deployment.lock_path)
+    lock.acquire(deployment.id, run_id="run-1")
+    try:
+        assert tick().run_requests == []  # running, but nothing committed to validate yet
+        _table(settings, "v2")
+        due = tick()
+        [request] = due.run_requests
+        assert request.job_name == "quality_customers"
+        assert request.tags["dagster/partition"] == "v2"
+        assert tick(due.cursor).run_requests == []  # launched: not again before the cadence
+
+        result = settings.home.validation(deployment.id)
+        result.parent.mkdir(parents=True, exist_ok=True)
+        result.write_text("{}")
+        assert tick().run_requests == []  # validated since the deployment started
+        os.utime(result, (0, 0))  # validated long ago (and before this deployment started)
+        assert [r.tags["dagster/partition"] for r in tick().run_requests] == ["v2"]
+    finally:
+        lock.release()
+    assert tick().run_requests == []  # a version that is not running is not validated

@@ -1,0 +1,148 @@
+"""`kappa deployments list` shows one row per running version with its role and progress, from
+what Dagster's GraphQL API answers (a stand-in server on 127.0.0.1 plays the running Dagster)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from typing import Any
+
+import pytest
+
+from kappa.cli import main
+
+
+def _run(run_id: str, job: str, tags: dict[str, str], assets: list[list[str]]) -> dict[str, Any]:
+    return {
+        "runId": run_id,
+        "status": "STARTED",
+        "jobName": job,
+        "tags": [{"key": k, "value": v} for k, v in tags.items()],
+        "startTime": 1.0,
+        "endTime": None,
+        "assetSelection": [{"path": p} for p in assets],
+    }
+
+
+def _report(run_id: str, version: str, **values: Any) -> dict[str, Any]:
+    entries = []
+    for label, value in values.items():
+        field = {int: "intValue", float: "floatValue", str: "text"}[type(value)]
+        entries.append({"label": label.replace("__", "/"), field: value})
+    return {
+        "runId": run_id,
+        "timestamp": "1700000000000",
+        "partition": version,
+        "metadataEntries": entries,
+    }
+
+
+RUNS = [
+    _run("run-v1", "deploy_customers", {"kappa/version": "v1", "dagster/partition": "v1"}, []),
+    # launched from the asset page: known by its asset and partition before it tags itself
+    _run("run-v2", "__ASSET_JOB", {"dagster/partition": "v2"}, [["tables", "customers"]]),
+    # a promotion carries the pipeline's tags but is no deployment
+    _run(
+        "run-promote", "promote_version", {"kappa/pipeline": "customers", "kappa/version": "v2"}, []
+    ),
+]
+REPORTS = {
+    "v1": {
+        "assetMaterializations": [
+            _report(
+                "run-v1", "v1", state="running", role="live", total_lag=5, dagster__row_count=980
+            )
+        ],
+        "assetObservations": [],
+    },
+    "v2": {
+        "assetMaterializations": [],
+        "assetObservations": [
+            _report("run-v2", "v2", role="candidate", catch_up_pct=63.04, catch_up_eta_s="41"),
+            _report(
+                "run-v2",
+                "v2",
+                state="catching_up",
+                role="candidate",
+                total_lag=4100,
+                catch_up_pct=63.04,
+                catch_up_eta_s="41",
+                dagster__row_count=612,
+            ),
+        ],
+    },
+}
+
+
+class _Dagster(BaseHTTPRequestHandler):
+    def do_POST(self) -> None:  # the GraphQL endpoint
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        query, variables = body["query"], body.get("variables") or {}
+        if "runsOrError" in query:
+            data: dict[str, Any] = {"runsOrError": {"__typename": "Runs", "results": RUNS}}
+        elif variables["key"]["path"] == ["tables", "customers"]:
+            [version] = variables["partitions"]
+            data = {"assetOrError": {"__typename": "Asset", **REPORTS[version]}}
+        else:
+            data = {"assetOrError": {"__typename": "AssetNotFoundError"}}
+        payload = json.dumps({"data": data}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def dagster_port() -> Iterator[int]:
+    server = HTTPServer(("127.0.0.1", 0), _Dagster)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_one_row_per_running_version_with_role_and_progress(
+    dagster_port, tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setenv("KAPPA_DAGSTER_PORT", str(dagster_port))
+    code = main(["--home", str(tmp_path / "home"), "deployments", "list"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    header, _rule, *lines = out.splitlines()
+    assert header.split() == [
+        "pipeline",
+        "version",
+        "role",
+        "status",
+        "progress",
+        "lag",
+        "rows",
+        "run_id",
+    ]
+    rows = [line.split() for line in lines]
+    assert rows == [
+        ["customer_spend", "not", "running"],
+        ["customers", "v1", "live", "running", "5", "980", "run-v1"],
+        [
+            "customers",
+            "v2",
+            "candidate",
+            "catching_up",
+            "63.0%",
+            "(ETA",
+            "41",
+            "s)",
+            "4100",
+            "612",
+            "run-v2",
+        ],
+    ]
