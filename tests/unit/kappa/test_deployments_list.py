@@ -114,6 +114,7 @@ def test_one_row_per_running_version_with_role_and_progress(
     dagster_port, tmp_path, monkeypatch, capsys
 ):
     monkeypatch.setenv("KAPPA_DAGSTER_PORT", str(dagster_port))
+    monkeypatch.setenv("KAPPA_PIPELINES", "pipelines.customers,pipelines.customer_spend")
     code = main(["--home", str(tmp_path / "home"), "deployments", "list"])
     out = capsys.readouterr().out
     assert code == 0, out
