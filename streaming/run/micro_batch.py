@@ -16,6 +16,7 @@ from streaming.delta.compacted_table import CompactedTable
 from streaming.delta.dead_letters import DeadLetters
 from streaming.kafka.decode import BatchSplitter
 from streaming.run.deployment import Deployment
+from streaming.run.executor_writes import write_shares
 
 # Results kept for reports (the last one) and benchmarks (per-batch timings); totals cover them all.
 RECENT_RESULTS = 100
@@ -66,29 +67,37 @@ class BatchWriter:
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         started = time.monotonic()
         end_offsets = batch_end_offsets(self.deployment.checkpoint_path, batch_id)
-        committed = self.table.committed_batch()
-        if committed is not None and committed >= batch_id:
-            version = self.table.table().version()
-            self._record(batch_id, True, 0, 0, 0, version, end_offsets, started)
-            return
-        # One Spark job (one stage) reads the source once and returns the changes and the counts;
-        # a second one collects dead letters, only when there are any.
-        decoded = self.splitter.split(batch)
-        changes = self.pipeline.table.reduce(self.pipeline.transform(decoded.good).toArrow())
-        arrow = changes.select(self.change_schema.names).cast(self.change_schema)
-        input_rows, dead_rows = decoded.counts()
-        dead_count = 0
-        if dead_rows:
-            dead_count = self.dead_letters.append(decoded.dead.toArrow(), batch_id)
-        result = self.table.apply(
-            arrow, batch_id, end_offsets, self.deployment.id, self.pipeline.fingerprint
-        )
+        with self.table.batch():
+            committed = self.table.committed_batch()
+            if committed is not None and committed >= batch_id:
+                version = self.table.version()
+                self._record(batch_id, True, 0, 0, 0, version, end_offsets, started)
+                return
+            # One Spark job (one stage) reads the source once, writes or returns the changes and
+            # counts the records; a second one collects dead letters, only when there are any.
+            decoded = self.splitter.split(batch)
+            changes = self.pipeline.transform(decoded.good)
+            if self.table.writes_shares:
+                shares = write_shares(
+                    changes, self.table.share_writer(), self.change_schema, batch_id
+                )
+            else:
+                arrow = changes.toArrow().select(self.change_schema.names).cast(self.change_schema)
+            input_rows, dead_rows = decoded.counts()
+            dead_count = 0
+            if dead_rows:
+                dead_count = self.dead_letters.append(decoded.dead.toArrow(), batch_id)
+            info = (end_offsets, self.deployment.id, self.pipeline.fingerprint)
+            if self.table.writes_shares:
+                result = self.table.commit_shares(shares, batch_id, *info)
+            else:
+                result = self.table.apply(arrow, batch_id, *info)
         self._record(
             batch_id,
             result.skipped,
             input_rows,
             dead_count,
-            arrow.num_rows,
+            result.source_rows,
             result.table_version,
             end_offsets,
             started,
