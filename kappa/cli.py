@@ -35,7 +35,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    broker = sub.add_parser("broker", help="the embedded Kafka-protocol broker")
+    broker = sub.add_parser(
+        "broker", help="the embedded Kafka-protocol broker (and its object store)"
+    )
     broker.add_argument("action", choices=["start", "stop", "status"])
     broker.set_defaults(handler=_broker)
 
@@ -65,6 +67,18 @@ def build_parser() -> argparse.ArgumentParser:
     listing = deployments_sub.add_parser("list", help="status, run, lag and rows per pipeline")
     listing.set_defaults(handler=_deployments_list)
 
+    deploy = sub.add_parser("deploy", help="launch a pipeline's deployment (via Dagster)")
+    deploy.add_argument("pipeline")
+    deploy.add_argument("--version", help="version to run (default: the declared one)")
+    deploy.add_argument("--mode", choices=["continuous", "until_caught_up"], default="continuous")
+    deploy.set_defaults(handler=_deploy)
+
+    reset = sub.add_parser(
+        "reset", help="delete every table, checkpoint, pin and pointer (asks first)"
+    )
+    reset.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    reset.set_defaults(handler=_reset)
+
     stop = sub.add_parser("stop", help="stop a pipeline's running deployment (via Dagster)")
     stop.add_argument("pipeline")
     stop.set_defaults(handler=_stop)
@@ -77,6 +91,11 @@ def build_parser() -> argparse.ArgumentParser:
     up = sub.add_parser("up", help="run the whole platform: broker, demo producer, Dagster UI")
     up.add_argument("--rate", type=float, default=200.0, help="demo events per second (200)")
     up.add_argument("--no-producer", action="store_true", help="do not start the demo producer")
+    up.add_argument(
+        "--skip-log-check",
+        action="store_true",
+        help="start even if the log ends below deployments' checkpoints (they are not resumed)",
+    )
     up.set_defaults(handler=_up)
     return parser
 
@@ -139,15 +158,14 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _broker(settings: Settings, args: argparse.Namespace) -> int:
-    from kappa.broker import EmbeddedBroker
+    from kappa.log_broker import log_broker_status, start_log_broker, stop_log_broker
 
-    broker = EmbeddedBroker(settings)
     if args.action == "start":
-        print(broker.start().describe())
+        print(start_log_broker(settings).describe())
     elif args.action == "stop":
-        print("broker stopped" if broker.stop() else "broker was not running")
+        print("broker stopped" if stop_log_broker(settings) else "broker was not running")
     else:
-        status = broker.status()
+        status = log_broker_status(settings)
         print(status.describe())
         return 0 if status.running else 1
     return 0
@@ -221,7 +239,45 @@ def _stop(settings: Settings, args: argparse.Namespace) -> int:
 def _up(settings: Settings, args: argparse.Namespace) -> int:
     from kappa.platform_up import run_platform
 
-    return run_platform(settings, producer_rate=None if args.no_producer else args.rate)
+    return run_platform(
+        settings,
+        producer_rate=None if args.no_producer else args.rate,
+        skip_log_check=args.skip_log_check,
+    )
+
+
+def _deploy(settings: Settings, args: argparse.Namespace) -> int:
+    from kappa.deploy import deploy
+
+    run_id, version = deploy(settings, args.pipeline, args.version, args.mode)
+    print(
+        f"launched {args.pipeline} {version} ({args.mode}) as run {run_id}: "
+        f"http://{settings.dagster.host}:{settings.dagster.port}/runs/{run_id}"
+    )
+    return 0
+
+
+def _reset(settings: Settings, args: argparse.Namespace) -> int:
+    from kappa.reset import reset
+
+    def confirm(summary: str) -> bool:
+        print(summary)
+        if args.yes:
+            return True
+        try:
+            return input("Type 'reset' to delete it: ").strip() == "reset"
+        except EOFError:
+            return False
+
+    deleted = reset(settings.home, confirm)
+    if deleted is None:
+        print("nothing deleted")
+        return 1
+    if not deleted:
+        print(f"nothing to reset under {settings.home}")
+    else:
+        print(f"deleted {', '.join(str(p) for p in deleted)}")
+    return 0
 
 
 if __name__ == "__main__":

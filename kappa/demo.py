@@ -132,13 +132,18 @@ def _json(obj: object) -> bytes:
 
 
 def producer_config(settings: Settings) -> dict[str, Any]:
+    """Batches by time and size (``settings.producer``): on the durable engine every record
+    batch is one object and a replay pays per batch, so the demo's trickle is sent in few,
+    large batches."""
+    linger_ms = settings.producer.linger_ms
     return {
         **settings.kafka.client_config(),
         "enable.idempotence": "true",
         "acks": "all",
-        "linger.ms": "20",
+        "linger.ms": str(linger_ms),
+        "batch.size": str(settings.producer.batch_bytes),
         "partitioner": "murmur2_random",
-        "message.timeout.ms": "30000",
+        "message.timeout.ms": str(30_000 + linger_ms),
         "logger": CLIENT_LOGGER,
     }
 

@@ -1,7 +1,10 @@
 """``kappa up`` (the README's run command): broker, demo producer and Dagster UI, stopped as one.
 
-Ctrl-C (or SIGTERM) first terminates the active Dagster runs, so streaming deployments stop at a
-micro-batch boundary, then stops Dagster, the producer and the broker, and finally kills anything
+Before anything starts, the log is checked against the deployments' checkpoints (a lost log is
+reported once, with the ways out). Once Dagster serves, the deployments that were running when
+the platform last stopped are launched again (``kappa.resume``). Ctrl-C (or SIGTERM) first notes
+and terminates the active Dagster runs, so streaming deployments stop at a micro-batch boundary,
+then stops Dagster, the producer and the broker with its object store, and finally kills anything
 any of them left behind.
 """
 
@@ -16,11 +19,17 @@ from types import FrameType
 
 from kappa.broker import EmbeddedBroker
 from kappa.dagster_api import DagsterApi
+from kappa.log_broker import start_log_broker, stop_log_broker
+from kappa.log_check import EXIT_LOG_LOST, check_log_at_start
 from kappa.processes import ManagedProcess
+from kappa.resume import remember_running, resume_at_start
 from streaming.define.registry import all_topics
 from streaming.kafka.admin import ensure_topics
 from streaming.settings import REPO_ROOT, Settings
 from streaming.wait import wait_until
+
+# How stale the list of running deployments may be when the platform dies without a Ctrl-C.
+REMEMBER_EVERY_S = 5.0
 
 
 def dagster_home(settings: Settings) -> str:
@@ -61,8 +70,12 @@ def dagster_dev(settings: Settings) -> ManagedProcess:
     )
 
 
-def run_platform(settings: Settings, producer_rate: float | None) -> int:
+def run_platform(
+    settings: Settings, producer_rate: float | None, skip_log_check: bool = False
+) -> int:
     stopping = False
+    resumed = False
+    started_at = time.time()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         nonlocal stopping
@@ -76,7 +89,10 @@ def run_platform(settings: Settings, producer_rate: float | None) -> int:
     children: list[ManagedProcess] = []
     try:
         if embedded:
-            print(broker.start().describe(), flush=True)
+            print(start_log_broker(settings).describe(), flush=True)
+        not_resumable = check_log_at_start(settings, skip_log_check)
+        if not_resumable is None:
+            return EXIT_LOG_LOST
         ensure_topics(settings, all_topics(settings.pipelines))
         env = child_env(settings)
         if producer_rate:
@@ -110,7 +126,13 @@ def run_platform(settings: Settings, producer_rate: float | None) -> int:
                 "(Ctrl-C stops everything)",
                 flush=True,
             )
+            resumed = resume_at_start(settings, api, started_at, not_resumable, lambda: stopping)
+        remembered_at = 0.0
         while not stopping and all(c.alive() for c in children):
+            # Until the previous deployments are relaunched, their list must not be replaced.
+            if resumed and time.monotonic() - remembered_at >= REMEMBER_EVERY_S:
+                remember_running(settings, api)
+                remembered_at = time.monotonic()
             time.sleep(0.2)
         dead = [c.name for c in children if not c.alive()]
         if dead and not stopping:
@@ -118,12 +140,15 @@ def run_platform(settings: Settings, producer_rate: float | None) -> int:
             return 1
         return 0
     finally:
-        print("stopping: terminating active runs...", flush=True)
-        _terminate_runs(settings)
+        if any(c.name == "dagster" for c in children):
+            print("stopping: terminating active runs...", flush=True)
+            if resumed:
+                remember_running(settings, DagsterApi(settings, timeout_s=5.0))
+            _terminate_runs(settings)
         for child in reversed(children):
             child.stop(signal.SIGTERM if child.name != "dagster" else signal.SIGINT)
         if started_broker:
-            broker.stop()
+            stop_log_broker(settings)
         print("platform stopped", flush=True)
 
 

@@ -2,8 +2,9 @@
 
 A deployment's state is named after its id (``<pipeline>__<version>``): its table, checkpoint,
 dead letters, lock, pinned code, alignment cap and log. A pipeline's live pointer and its switch
-history are named after the pipeline. Quality results, the Dagster instance and the embedded
-broker's pid and logs have their own folders.
+history are named after the pipeline. Quality results, the Dagster instance, the embedded
+broker's pid and logs, and the object store that holds the durable broker's log have their own
+folders.
 """
 
 from __future__ import annotations
@@ -37,20 +38,40 @@ class Home:
     def table(self, deployment_id: str) -> Path:
         return self.tables / deployment_id
 
+    @property
+    def checkpoints(self) -> Path:
+        return self.root / "checkpoints"
+
     def checkpoint(self, deployment_id: str) -> Path:
-        return self.root / "checkpoints" / deployment_id
+        return self.checkpoints / deployment_id
+
+    @property
+    def dead_letter_tables(self) -> Path:
+        return self.root / "dead_letters"
 
     def dead_letters(self, deployment_id: str) -> Path:
-        return self.root / "dead_letters" / deployment_id
+        return self.dead_letter_tables / deployment_id
+
+    @property
+    def locks(self) -> Path:
+        return self.root / "locks"
 
     def lock(self, deployment_id: str) -> Path:
-        return self.root / "locks" / f"{deployment_id}.lock"
+        return self.locks / f"{deployment_id}.lock"
+
+    @property
+    def code_pins(self) -> Path:
+        return self.root / "code"
 
     def code_pin(self, deployment_id: str) -> Path:
-        return self.root / "code" / f"{deployment_id}.py"
+        return self.code_pins / f"{deployment_id}.py"
+
+    @property
+    def alignment_caps(self) -> Path:
+        return self.root / "alignment"
 
     def alignment_cap(self, deployment_id: str) -> Path:
-        return self.root / "alignment" / f"{deployment_id}.json"
+        return self.alignment_caps / f"{deployment_id}.json"
 
     def deployment_log(self, deployment_id: str) -> Path:
         return self.log(deployment_id)
@@ -72,14 +93,18 @@ class Home:
 
     # -- quality results -----------------------------------------------------------------------
 
+    @property
+    def quality(self) -> Path:
+        return self.root / "quality"
+
     def validation(self, deployment_id: str) -> Path:
-        return self.root / "quality" / "validations" / f"{deployment_id}.json"
+        return self.quality / "validations" / f"{deployment_id}.json"
 
     def validation_docs(self, deployment_id: str) -> Path:
-        return self.root / "quality" / "docs" / deployment_id
+        return self.quality / "docs" / deployment_id
 
     def comparison(self, pipeline: str, old: str, new: str) -> Path:
-        return self.root / "quality" / "comparisons" / f"{pipeline}__{old}__{new}.json"
+        return self.quality / "comparisons" / f"{pipeline}__{old}__{new}.json"
 
     def comparison_position(self, pipeline: str, old: str, new: str) -> Path:
         """Where the comparison of ``old`` and ``new`` was made: input offsets, table versions."""
@@ -87,10 +112,27 @@ class Home:
 
     def comparisons_of(self, pipeline: str, new: str) -> list[Path]:
         """The saved comparisons of version ``new`` with any other version, by name."""
-        return sorted((self.root / "quality" / "comparisons").glob(f"{pipeline}__*__{new}.json"))
+        return sorted((self.quality / "comparisons").glob(f"{pipeline}__*__{new}.json"))
 
     def comparison_docs(self, pipeline: str, old: str, new: str) -> Path:
-        return self.root / "quality" / "docs" / f"{pipeline}__{old}__{new}"
+        return self.quality / "docs" / f"{pipeline}__{old}__{new}"
+
+    # -- everything derived from the log ---------------------------------------------------------
+
+    def derived_state(self) -> list[Path]:
+        """The folders whose contents were derived from the log (what ``kappa reset`` deletes):
+        tables, dead letters, checkpoints, pinned code, live pointers, alignment caps, quality
+        results and deployment locks. The log, the process logs and Dagster's history are kept."""
+        return [
+            self.tables,
+            self.dead_letter_tables,
+            self.checkpoints,
+            self.code_pins,
+            self.live,
+            self.alignment_caps,
+            self.quality,
+            self.locks,
+        ]
 
     # -- processes of the platform -------------------------------------------------------------
 
@@ -105,6 +147,35 @@ class Home:
     @property
     def broker_pid(self) -> Path:
         return self.root / "run" / "broker.pid"
+
+    @property
+    def broker_engine(self) -> Path:
+        """The storage engine the running broker was started with (and where its data is)."""
+        return self.root / "run" / "broker-engine.json"
+
+    @property
+    def running_deployments(self) -> Path:
+        """The deployments Dagster was running when the platform last looked (to resume them)."""
+        return self.root / "run" / "deployments.json"
+
+    # -- the object store holding the durable broker's log -------------------------------------
+
+    @property
+    def object_store(self) -> Path:
+        return self.root / "object_store"
+
+    @property
+    def object_store_data(self) -> Path:
+        return self.object_store / "data"
+
+    @property
+    def object_store_identities(self) -> Path:
+        """The S3 credentials generated for this home (mode 0600)."""
+        return self.object_store / "s3-identities.json"
+
+    @property
+    def object_store_pid(self) -> Path:
+        return self.root / "run" / "object-store.pid"
 
     @property
     def dagster(self) -> Path:

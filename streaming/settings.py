@@ -26,6 +26,7 @@ from pydantic import (
     field_validator,
 )
 
+from streaming.dotted import get_dotted, set_dotted
 from streaming.errors import ConfigError
 from streaming.home import Home, as_home
 
@@ -43,6 +44,9 @@ _ENV = {
     "KAFKA_BOOTSTRAP_SERVERS": "kafka.bootstrap_servers",
     "KAPPA_BROKER_PROFILE": "kafka.broker_profile",
     "KAPPA_BROKER_PORT": "broker.port",
+    "KAPPA_BROKER_STORAGE": "broker.storage",
+    "KAPPA_OBJECT_STORE_PORT": "object_store.port",
+    "KAPPA_PRODUCER_LINGER_MS": "producer.linger_ms",
     "KAPPA_SPARK_MASTER": "spark.master",
     "KAPPA_JVM_ARCHIVE": "spark.jvm_archive",
     "PYSPARK_PYTHON": "spark.pyspark_python",
@@ -115,12 +119,31 @@ class KafkaSettings(_Frozen):
 
 
 class BrokerSettings(_Frozen):
+    """The embedded broker; its log survives restarts in the object store (``storage: s3``) or is
+    lost whenever it stops (``memory``: tests, throwaway runs)."""
+
     host: str = "127.0.0.1"
     port: int = Field(default=9092, ge=1, le=65535)
+    storage: Literal["s3", "memory"] = "s3"
 
     @property
     def address(self) -> str:
         return f"{self.host}:{self.port}"
+
+
+class ObjectStoreSettings(_Frozen):
+    """The S3 server (SeaweedFS) that holds the embedded broker's log when ``storage`` is s3."""
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=8333, ge=1, le=65535)
+
+
+class ProducerSettings(_Frozen):
+    """How the demo producer batches: a record waits up to ``linger_ms`` (or until ``batch_bytes``
+    are collected); on the durable engine each batch is one object, and replays pay per batch."""
+
+    linger_ms: int = Field(default=5000, ge=0, le=60_000)
+    batch_bytes: int = Field(default=1_000_000, ge=1_000, le=100_000_000)
 
 
 class SparkSettings(_Frozen):
@@ -154,6 +177,8 @@ class Settings(_Frozen):
     pipelines: tuple[str, ...] = ()  # the modules whose PIPELINE the platform serves
     kafka: KafkaSettings = Field(default_factory=KafkaSettings)
     broker: BrokerSettings = Field(default_factory=BrokerSettings)
+    object_store: ObjectStoreSettings = Field(default_factory=ObjectStoreSettings)
+    producer: ProducerSettings = Field(default_factory=ProducerSettings)
     spark: SparkSettings = Field(default_factory=SparkSettings)
     dagster: DagsterSettings = Field(default_factory=DagsterSettings)
     versions: VersionSettings = Field(default_factory=VersionSettings)
@@ -175,7 +200,7 @@ class Settings(_Frozen):
         values = self.model_dump(mode="json")
         env = {}
         for var, dotted in _ENV.items():
-            value = _get_dotted(values, dotted)
+            value = get_dotted(values, dotted)
             if value not in (None, "", []):
                 env[var] = ",".join(value) if isinstance(value, list) else str(value)
         if self.spark.conf:
@@ -216,7 +241,7 @@ def load_settings(
     _merge_env(data, env)
     for dotted, value in (overrides or {}).items():
         if value is not None:
-            _set_dotted(data, dotted, value)
+            set_dotted(data, dotted, value)
     try:
         broker = BrokerSettings.model_validate(data.get("broker") or {})
     except ValidationError as exc:
@@ -259,7 +284,7 @@ def _read_config_file(path: Path) -> dict[str, Any]:
 def _merge_env(data: dict[str, Any], env: Mapping[str, str]) -> None:
     for var, dotted in _ENV.items():
         if env.get(var):
-            _set_dotted(data, dotted, env[var])
+            set_dotted(data, dotted, env[var])
     if env.get("KAPPA_SPARK_CONF"):
         try:
             extra = json.loads(env["KAPPA_SPARK_CONF"])
@@ -270,32 +295,11 @@ def _merge_env(data: dict[str, Any], env: Mapping[str, str]) -> None:
             msg = "KAPPA_SPARK_CONF must be a JSON object of Spark settings"
             raise ConfigError(msg)
         for key, value in extra.items():
-            _set_dotted(data, f"spark.conf.{key}", value)
+            set_dotted(data, f"spark.conf.{key}", value)
     for var, value in env.items():
         if var.startswith("KAPPA_KAFKA_") and value:
             key = var.removeprefix("KAPPA_KAFKA_").lower().replace("_", ".")
-            _set_dotted(data, f"kafka.client.{key}", value)
-
-
-def _set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
-    """Set a nested key; below ``kafka.client.`` and ``spark.conf.`` the rest is one key."""
-    for mapping in ("kafka.client.", "spark.conf."):
-        if dotted.startswith(mapping):
-            parents, leaf = mapping.rstrip(".").split("."), dotted.removeprefix(mapping)
-            break
-    else:
-        *parents, leaf = dotted.split(".")
-    node = data
-    for part in parents:
-        if not isinstance(node.get(part), dict):
-            node[part] = {}
-        node = node[part]
-    node[leaf] = value
-
-
-def _get_dotted(data: Mapping[str, Any], dotted: str) -> Any:
-    parent, _, leaf = dotted.rpartition(".")
-    return (data.get(parent) or {}).get(leaf) if parent else data.get(leaf)
+            set_dotted(data, f"kafka.client.{key}", value)
 
 
 def _describe(exc: ValidationError, path: Path, prefix: str = "") -> str:

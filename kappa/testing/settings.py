@@ -16,7 +16,8 @@ def free_port() -> int:
 
 
 def private_settings(home: Path, broker_port: int | None = None, **overrides: object) -> Settings:
-    """Settings rooted at ``home``, with their own embedded-broker and Dagster ports.
+    """Settings rooted at ``home``, with their own embedded-broker, object-store and Dagster
+    ports, and the broker's memory engine unless ``overrides`` say ``broker.storage``.
 
     Read from the config file only (not the environment), with ``overrides`` as dotted keys.
     """
@@ -27,6 +28,9 @@ def private_settings(home: Path, broker_port: int | None = None, **overrides: ob
         "kafka.bootstrap_servers": f"127.0.0.1:{port}",
         "spark.master": "local[2]",
         "dagster.port": free_port(),
+        # Durability is not what most runs are about: the memory engine starts in milliseconds.
+        "broker.storage": "memory",
+        "object_store.port": free_port(),
         **overrides,
     }
     return load_settings(env={}, overrides=values)

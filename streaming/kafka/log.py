@@ -28,7 +28,13 @@ if TYPE_CHECKING:
 # records exist, yet the embedded broker holds a fetch that starts inside its last record batch
 # for the whole wait (librdkafka's default: 500 ms, at the start of every caught-up range); with
 # waits under ~25 ms it never answers such a fetch at all, so 100 ms keeps a margin.
-FAST_FETCH = {"fetch.queue.backoff.ms": "10", "fetch.wait.max.ms": "100"}
+# max.partition.fetch.bytes: the embedded broker's durable engine lists every record batch of a
+# partition on each fetch, so a replay of a long log needs few, large fetches.
+FAST_FETCH = {
+    "fetch.queue.backoff.ms": "10",
+    "fetch.wait.max.ms": "100",
+    "max.partition.fetch.bytes": str(16 << 20),
+}
 # The end probe only needs a response's high watermark, which even an empty answer carries.
 PROBE_FETCH = {"fetch.wait.max.ms": "10"}
 # A probe from a remembered end is answered in milliseconds unless the log became shorter.

@@ -98,3 +98,15 @@ def test_spark_defaults_come_from_the_config_file(tmp_path):
     path = _config(tmp_path, "spark:\n  conf:\n    spark.sql.shuffle.partitions: 8\n")
     conf = load_settings(path, env={"KAPPA_SPARK_CONF": '{"spark.x": "1"}'}).spark.conf
     assert conf == {"spark.sql.shuffle.partitions": "8", "spark.x": "1"}
+
+
+def test_durable_engine_is_the_default_and_memory_a_setting():
+    assert load_settings(env={}).broker.storage == "s3"
+    memory = load_settings(env={"KAPPA_BROKER_STORAGE": "memory", "KAPPA_OBJECT_STORE_PORT": "9"})
+    assert (memory.broker.storage, memory.object_store.port) == ("memory", 9)
+    assert load_settings(env=memory.to_env()).broker.storage == "memory"
+
+
+def test_an_unknown_engine_fails_at_load_naming_the_setting():
+    with pytest.raises(ConfigError, match=r"broker\.storage.*'s3' or 'memory'"):
+        load_settings(env={"KAPPA_BROKER_STORAGE": "postgres"})

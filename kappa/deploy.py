@@ -1,0 +1,83 @@
+"""`kappa deploy`: launch a pipeline's streaming deployment in the running Dagster.
+
+The same run the UI starts when the table is materialized (or `deploy_<pipeline>` launched from
+the Launchpad): a Dagster run of the pipeline's deploy job, with the launch config the Launchpad
+shows (``mode``, ``version``...). Dagster runs, watches and heals it from then on.
+"""
+
+from __future__ import annotations
+
+from typing import Any, get_args
+
+from assets.names import REASON_TAG, VERSION_TAG, deploy_job_name, deploy_op_name
+from kappa.dagster_api import DagsterApi, RunInfo
+from kappa.deployments import is_deployment_run, latest_event
+from kappa.errors import DagsterApiError, OperatorError
+from streaming.define.names import validate_version
+from streaming.define.registry import get_pipeline
+from streaming.run.options import LaunchOptions
+from streaming.settings import Settings
+
+MODES: tuple[str, ...] = get_args(LaunchOptions.model_fields["mode"].annotation)
+
+
+def run_config(pipeline: str, launch: dict[str, Any]) -> dict[str, Any]:
+    """The run config of a deploy job: the table step's launch options."""
+    return {"ops": {deploy_op_name(pipeline): {"config": launch}}}
+
+
+def launch(settings: Settings, pipeline: str, config: dict[str, Any], tags: dict[str, str]) -> str:
+    """Submit a run of ``pipeline``'s deploy job; returns its run id."""
+    from dagster_graphql import DagsterGraphQLClient, DagsterGraphQLClientError
+
+    try:
+        client = DagsterGraphQLClient(settings.dagster.host, port_number=settings.dagster.port)
+        return client.submit_job_execution(deploy_job_name(pipeline), run_config=config, tags=tags)
+    except DagsterGraphQLClientError as exc:
+        msg = f"Dagster refused to launch {deploy_job_name(pipeline)}: {exc}"
+        raise DagsterApiError(msg) from None
+    except Exception as exc:  # connection refused, timeouts: the platform is not up
+        msg = (
+            f"the Dagster UI at {settings.dagster.host}:{settings.dagster.port} is not reachable "
+            f"({exc.__class__.__name__}); start the platform with `make run` (or `kappa up`)"
+        )
+        raise DagsterApiError(msg) from None
+
+
+def active_run_of(api: DagsterApi, pipeline: str, version: str) -> RunInfo | None:
+    """The active run of (pipeline, version), if any (a run not started yet has no version tag:
+    it counts when its config asks for this version or for the declared one)."""
+    event = latest_event(api, pipeline)
+    for run in api.active_runs():
+        if (
+            is_deployment_run(run, pipeline, event)
+            and run.tags.get(VERSION_TAG, version) == version
+        ):
+            return run
+    return None
+
+
+def deploy(settings: Settings, pipeline: str, version: str | None, mode: str) -> tuple[str, str]:
+    """Launch (pipeline, version) unless it runs already; returns (run id, version).
+
+    Raises:
+        KappaError: unknown pipeline, bad version or mode, the deployment runs already, or
+            Dagster is down.
+    """
+    declared = get_pipeline(settings.pipelines, pipeline).version
+    chosen = validate_version(version or declared)
+    if mode not in MODES:
+        msg = f"mode {mode!r} is invalid: use one of {', '.join(MODES)}"
+        raise OperatorError(msg)
+    running = active_run_of(DagsterApi(settings), pipeline, chosen)
+    if running is not None:
+        msg = (
+            f"{pipeline} {chosen} is already running (run {running.run_id}); "
+            f"`kappa stop {pipeline}` first"
+        )
+        raise OperatorError(msg)
+    config: dict[str, Any] = {"mode": mode}
+    if version is not None:
+        config["version"] = chosen
+    tags = {REASON_TAG: "kappa deploy"}
+    return launch(settings, pipeline, run_config(pipeline, config), tags), chosen

@@ -1,0 +1,49 @@
+"""Stateful stream operators: pure steps from (state, batch) to (state', changes, dead letters).
+
+Every operator's output table equals its definition evaluated on exactly the log prefix the
+batches so far complete, whatever the batch boundaries, restarts or partition read order. No
+Spark, Kafka, Delta or Dagster here: inputs and outputs are pyarrow Tables.
+"""
+
+from streaming.operators.aggregations import Aggregation, Count, Latest, Max, Mean, Min, Sum
+from streaming.operators.asof_join import AsOfJoin
+from streaming.operators.batch import DELETE, OFFSET, PARTITION, TIMESTAMP, Batch, Source
+from streaming.operators.compaction import Compaction
+from streaming.operators.errors import BatchError, OperatorConfigError, OperatorError
+from streaming.operators.event_time import DEAD_LETTER_SCHEMA, LATE
+from streaming.operators.group_aggregate import GroupAggregate
+from streaming.operators.interval_join import IntervalJoin
+from streaming.operators.step import Operator, Step
+from streaming.operators.window_aggregate import WindowedAggregate
+from streaming.operators.windows import Hopping, Session, Tumbling
+
+__all__ = [
+    "DEAD_LETTER_SCHEMA",
+    "DELETE",
+    "LATE",
+    "OFFSET",
+    "PARTITION",
+    "TIMESTAMP",
+    "Aggregation",
+    "AsOfJoin",
+    "Batch",
+    "BatchError",
+    "Compaction",
+    "Count",
+    "GroupAggregate",
+    "Hopping",
+    "IntervalJoin",
+    "Latest",
+    "Max",
+    "Mean",
+    "Min",
+    "Operator",
+    "OperatorConfigError",
+    "OperatorError",
+    "Session",
+    "Source",
+    "Step",
+    "Sum",
+    "Tumbling",
+    "WindowedAggregate",
+]

@@ -1,0 +1,99 @@
+"""Compaction: the latest value per key, as a Kafka compacted topic keeps it.
+
+Per key, the record with the highest (partition, offset) wins; a tombstone deletes the key and a
+record that wins later re-creates it. Nothing depends on event time, so nothing is late. The
+state keeps, per key, the (partition, offset) of the current winner, tombstones included (a
+lower record arriving later must not resurrect a deleted key), so it grows with the number of
+keys ever seen, as the table does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from streaming.operators.batch import DELETE, OFFSET, PARTITION, Batch, Source, value_columns
+from streaming.operators.changes import combine, deletes, no_changes, upserts
+from streaming.operators.errors import OperatorConfigError
+from streaming.operators.event_time import CLOCK, arrive, empty_clock
+from streaming.operators.step import Step
+from streaming.operators.tables import Transition, supersede
+from streaming.state import State
+
+WINNERS = "winners"
+
+
+@dataclass(frozen=True)
+class Compaction:
+    """Latest value per key of a changelog input.
+
+    Attributes:
+        source: the input (``changelog=True`` lets tombstones delete).
+        key_columns: the record key's columns.
+        columns: the value columns to keep (default: every user column).
+    """
+
+    source: Source
+    key_columns: tuple[str, ...]
+    columns: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if not self.key_columns:
+            msg = "compaction needs at least one key column"
+            raise OperatorConfigError(msg)
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        return (self.source.name,)
+
+    @property
+    def key(self) -> tuple[str, ...]:
+        return self.key_columns
+
+    def initial_state(self) -> State:
+        return {CLOCK: empty_clock()}
+
+    def output_schema(self, records: pa.Schema) -> pa.Schema:
+        """The output row schema for an input of schema ``records``."""
+        values = self.columns or [
+            name for name in value_columns(records.empty_table()) if name not in self.key_columns
+        ]
+        names = [*self.key_columns, *[v for v in values if v not in self.key_columns]]
+        return pa.schema([records.field(name) for name in names])
+
+    def step(self, state: State, batch: Batch) -> Step:
+        arrivals = arrive(state.get(CLOCK), batch, [self.source], grace_ms=None)
+        transition = Transition(state)
+        transition.replace(CLOCK, arrivals.clock, arrivals.clock_delta)
+        schema = self.output_schema(batch.records[self.source.name].schema)
+        records = arrivals.records[self.source.name]
+        if records.num_rows == 0:
+            return Step(
+                transition.state, no_changes(schema), arrivals.dead_letters, transition.delta()
+            )
+        source = self.source
+
+        def stored(winners: pa.Table) -> pa.Table:
+            rows = winners.select([*self.key_columns, PARTITION, OFFSET])
+            return rows.append_column(DELETE, pa.array(_tombstones(winners, source)))
+
+        winners, _ = supersede(
+            transition, WINNERS, self.key_columns, records, [PARTITION, OFFSET], stored
+        )
+        tombstone = _tombstones(winners, self.source)
+        changes = combine(
+            [
+                upserts(winners.filter(~tombstone).select(schema.names)),
+                deletes(winners.filter(tombstone).select(list(self.key_columns)), schema),
+            ],
+            schema,
+        )
+        return Step(transition.state, changes, arrivals.dead_letters, transition.delta())
+
+
+def _tombstones(records: pa.Table, source: Source) -> np.ndarray:
+    if not source.changelog:
+        return np.zeros(records.num_rows, dtype=bool)
+    return records.column(DELETE).fill_null(False).to_numpy(zero_copy_only=False)

@@ -1,0 +1,138 @@
+"""The interval join's ``pick="all"``: one row per (left key, right key), the greatest pair.
+
+Rows of a left key are recomputed from the kept records whenever the key gets a record or a new
+pair. Kept records suffice: a pair of a forgotten left record is smaller than any pair of a kept
+one, and every match of a kept left record is kept.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from streaming.operators.batch import ORDER, RECORD, TIME
+from streaming.operators.changes import deletes, upserts
+from streaming.operators.tables import Transition
+from streaming.state import key_mask, last_per_key
+
+if TYPE_CHECKING:
+    from streaming.operators.interval_join import IntervalJoin
+
+LEFT = "left"
+RIGHT = "right"
+
+
+def all_pairs(
+    join: IntervalJoin,
+    transition: Transition,
+    lefts: pa.Table,
+    rights: pa.Table,
+    kept: list[str],
+    schema: pa.Schema,
+) -> list[pa.Table]:
+    """Rows of every left key that got a record or a new pair, recomputed from state.
+
+    Kept records suffice: a pair of a forgotten left record is smaller than any pair of a
+    kept one, and a kept left record's matches are all kept.
+    """
+    if lefts.num_rows:
+        transition.change(LEFT, RECORD, inserts=lefts)
+    all_lefts = transition.table(LEFT)
+    all_rights = transition.table(RIGHT)
+    if all_lefts is None or all_lefts.num_rows == 0:
+        return []
+    lk = list(join.key_columns)
+    touched = [lefts.select(lk)]
+    if rights.num_rows:
+        reached = matching_pairs(join, all_lefts, rights)
+        touched.append(all_lefts.take(pa.array(reached["__left"].to_numpy())).select(lk))
+    touched_keys = pa.concat_tables(touched)
+    if touched_keys.num_rows == 0:
+        return []
+    group = all_lefts.filter(key_mask(all_lefts, lk, touched_keys))
+    pairs = matching_pairs(join, group, all_rights)
+    parts: list[pa.Table] = []
+    if len(pairs):
+        assert all_rights is not None
+        parts.append(pair_rows(join, group, all_rights, pairs, kept, schema))
+    if join.how == "left":
+        parts += null_rows(join, group, pairs, kept, schema)
+    return parts
+
+
+def matching_pairs(join: IntervalJoin, lefts: pa.Table, rights: pa.Table | None) -> pd.DataFrame:
+    """Matching (``__left``, ``__right``) row index pairs between two tables."""
+    empty = pd.DataFrame({"__left": [], "__right": []}, dtype=np.int64)
+    if rights is None or rights.num_rows == 0 or lefts.num_rows == 0:
+        return empty
+    left = lefts.select([*join.on, TIME]).to_pandas()
+    left["__left"] = np.arange(lefts.num_rows)
+    right = _frame(rights, join.right_on, join.on)
+    right["__right"] = np.arange(rights.num_rows)
+    _align(left, right, join.on)
+    joined = left.merge(right[[*join.on, "__rtime", "__right"]], on=list(join.on))
+    inside = (joined["__rtime"] >= joined[TIME] - join.before_ms) & (
+        joined["__rtime"] <= joined[TIME] + join.after_ms
+    )
+    return joined.loc[inside, ["__left", "__right"]].reset_index(drop=True)
+
+
+def pair_rows(
+    join: IntervalJoin,
+    lefts: pa.Table,
+    rights: pa.Table,
+    pairs: pd.DataFrame,
+    kept: list[str],
+    schema: pa.Schema,
+) -> pa.Table:
+    """One upsert per (left key, right key): the greatest of its pairs."""
+    li = pairs["__left"].to_numpy()
+    ri = pairs["__right"].to_numpy()
+    left_rows = lefts.take(pa.array(li))
+    right_rows = rights.take(pa.array(ri))
+    identity = left_rows.select(list(join.key_columns))
+    right_names = []
+    for name in join.right_key:
+        right_names.append(f"__rk.{name}")
+        identity = identity.append_column(right_names[-1], right_rows.column(name))
+    order = []
+    for side, rows in (("l", left_rows), ("r", right_rows)):
+        for name in ORDER:
+            order.append(f"__{side}{name}")
+            identity = identity.append_column(order[-1], rows.column(name))
+    best = last_per_key(identity, [*join.key_columns, *right_names], order)
+    chosen = left_rows.take(pa.array(best))
+    return upserts(join.assemble(chosen, rights, ri[best], kept, schema))
+
+
+def null_rows(
+    join: IntervalJoin, group: pa.Table, pairs: pd.DataFrame, kept: list[str], schema: pa.Schema
+) -> list[pa.Table]:
+    """Left join: per touched left key, a null row while its greatest record has no match."""
+    lk = list(join.key_columns)
+    greatest = last_per_key(group, lk, ORDER)
+    paired = np.zeros(group.num_rows, dtype=bool)
+    paired[pairs["__left"].to_numpy()] = True
+    lonely = greatest[~paired[greatest]]
+    found = greatest[paired[greatest]]
+    out = join.assemble(group.take(pa.array(lonely)), None, np.full(len(lonely), -1), kept, schema)
+    gone = group.take(pa.array(found)).select(lk)
+    right_key = [join.right_columns[c] for c in join.right_key]
+    for name in right_key:
+        gone = gone.append_column(name, pa.nulls(gone.num_rows, schema.field(name).type))
+    return [upserts(out), deletes(gone, schema)]
+
+
+def _frame(rights: pa.Table, right_on: tuple[str, ...], on: tuple[str, ...]) -> pd.DataFrame:
+    """The right side's join keys (renamed to the left's names) and order as a pandas frame."""
+    frame = rights.select([*right_on, *ORDER]).to_pandas()
+    return frame.rename(columns={**dict(zip(right_on, on, strict=True)), TIME: "__rtime"})
+
+
+def _align(left: pd.DataFrame, right: pd.DataFrame, on: tuple[str, ...]) -> None:
+    for name in on:
+        if right[name].dtype != left[name].dtype:
+            right[name] = right[name].astype(left[name].dtype)

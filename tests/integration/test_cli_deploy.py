@@ -1,0 +1,76 @@
+"""`kappa deploy` launches a deployment as the UI does; `kappa stop` stops it (real dagster dev)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from kappa.testing.producing import customer_changes, send
+from kappa.testing.reference import customers_state, replay
+from streaming.run.deployment import Deployment
+from streaming.settings import REPO_ROOT, Settings
+from streaming.wait import wait_until
+from tests.integration.dagster_platform import running_platform
+from tests.integration.helpers import table_rows
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+
+def _kappa(settings: Settings, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kappa.cli", *args],
+        env={**os.environ, **settings.to_env()},
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def _rows(settings: Settings) -> dict | None:
+    try:
+        return table_rows(settings, "customers", "v1")
+    except FileNotFoundError:
+        return None
+
+
+def _run_id(output: str) -> str:
+    return output.split(" as run ", 1)[1].split(":", 1)[0]
+
+
+def test_deploy_then_stop(tmp_path):
+    with running_platform(tmp_path / "home") as platform:
+        settings = platform.settings
+        send(settings, customer_changes(300, seed=31))
+
+        deployed = _kappa(settings, "deploy", "customers")
+        assert deployed.returncode == 0, deployed.stderr
+        run_id = _run_id(deployed.stdout)
+        assert wait_until(lambda: platform.holder_pid("customers") is not None, 120, 0.5)
+        assert platform.status(run_id) == "STARTED"
+        log = replay(settings.kafka.bootstrap_servers, "customers")
+        # v1 consumes: its table reaches the whole log (a later version never reads past it).
+        assert wait_until(lambda: _rows(settings) == customers_state(log), 120, 1.0)
+
+        again = _kappa(settings, "deploy", "customers")
+        assert again.returncode == 2
+        assert f"customers v1 is already running (run {run_id})" in again.stderr
+
+        stopped = _kappa(settings, "stop", "customers")
+        assert stopped.returncode == 0, stopped.stderr
+        platform.wait_status(run_id, {"CANCELED"}, 60)
+        assert platform.holder_pid("customers") is None
+
+        once = _kappa(
+            settings, "deploy", "customers", "--version", "v2", "--mode", "until_caught_up"
+        )
+        assert once.returncode == 0, once.stderr
+        platform.wait_status(_run_id(once.stdout), {"SUCCESS"}, 180)
+        assert table_rows(settings, "customers", "v2") == customers_state(log)
+        assert Deployment("customers", "v2", settings.home).checkpoint_path.exists()
+
+        unknown = _kappa(settings, "deploy", "orders")
+        assert unknown.returncode == 2 and "orders" in unknown.stderr

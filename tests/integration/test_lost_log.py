@@ -1,0 +1,66 @@
+"""`kappa up` on a broker that lost its log: one clear message, exit 3, nothing deleted; then
+`kappa reset` deletes the derived state only once confirmed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from kappa.broker import EmbeddedBroker
+from kappa.log_check import EXIT_LOG_LOST, find_shortfalls
+from kappa.testing.producing import customer_changes, send
+from streaming.run.deployment import Deployment
+from streaming.settings import REPO_ROOT, Settings
+from tests.integration.helpers import run_until_caught_up
+
+pytestmark = pytest.mark.integration
+
+
+def _kappa(settings: Settings, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kappa.cli", *args],
+        env={**os.environ, **settings.to_env()},
+        cwd=REPO_ROOT,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_up_on_a_restarted_memory_broker_says_so_once_and_deletes_nothing(spark, settings):
+    broker = EmbeddedBroker(settings)
+    broker.start()
+    try:
+        send(settings, customer_changes(600, seed=21))
+        run_until_caught_up(spark, settings, "customers")
+    finally:
+        broker.stop()  # the memory engine forgets every topic
+    deployment = Deployment("customers", "v1", settings.home)
+    state = [deployment.table_path, deployment.checkpoint_path]
+
+    up = _kappa(settings, "up", "--no-producer")
+
+    assert up.returncode == EXIT_LOG_LOST, up.stdout + up.stderr
+    assert up.stderr.count("is shorter than what 1 deployment(s) have already read") == 1
+    assert "customers__v1: customers-" in up.stderr and "now gone" in up.stderr
+    assert "kappa reset" in up.stderr and "--skip-log-check" in up.stderr
+    assert "Dagster UI" not in up.stdout
+    assert all(p.exists() for p in state)
+    assert not EmbeddedBroker(settings).status().running  # what up started, it stopped
+
+    declined = _kappa(settings, "reset", stdin="no\n")
+    assert declined.returncode == 1 and "nothing deleted" in declined.stdout
+    assert all(p.exists() for p in state)
+
+    confirmed = _kappa(settings, "reset", stdin="reset\n")
+    assert confirmed.returncode == 0, confirmed.stderr
+    assert not any(p.exists() for p in state)
+    broker.start()
+    try:
+        assert find_shortfalls(settings) == []
+    finally:
+        broker.stop()

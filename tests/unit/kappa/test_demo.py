@@ -1,0 +1,14 @@
+"""The demo producer's batching follows the producer settings."""
+
+from __future__ import annotations
+
+from kappa.demo import producer_config
+from kappa.testing.settings import private_settings
+
+
+def test_demo_producer_batches_by_the_configured_linger(tmp_path):
+    settings = private_settings(tmp_path / "home", **{"producer.linger_ms": 2500})
+    config = producer_config(settings)
+
+    assert config["linger.ms"] == "2500"
+    assert int(config["message.timeout.ms"]) > 2500  # librdkafka refuses less than the linger

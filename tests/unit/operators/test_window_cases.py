@@ -1,0 +1,186 @@
+"""Windows, aggregations and compaction: the tricky cases, one per test."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pyarrow as pa
+import pytest
+
+from streaming.operators import (
+    Batch,
+    BatchError,
+    Compaction,
+    Count,
+    GroupAggregate,
+    Hopping,
+    Latest,
+    Max,
+    Mean,
+    OperatorConfigError,
+    Session,
+    Source,
+    Sum,
+    Tumbling,
+    WindowedAggregate,
+)
+
+from .builders import Feed, records
+
+FIELDS = {"k": pa.string(), "amount": pa.decimal128(18, 2), "q": pa.int64(), "ts": pa.int64()}
+
+
+def agg(window, retention=None, grace=10, aggregations=None) -> WindowedAggregate:
+    return WindowedAggregate(
+        Source("e", time="ts"),
+        ("k",),
+        window,
+        {"n": Count()} if aggregations is None else aggregations,
+        grace,
+        retention,
+    )
+
+
+def rows(*times: int, start: int = 0, key: str = "a") -> pa.Table:
+    return records(
+        FIELDS, [{"p": 0, "o": start + i, "k": key, "ts": t} for i, t in enumerate(times)]
+    )
+
+
+def test_session_records_exactly_a_gap_apart_start_separate_sessions() -> None:
+    feed = Feed(agg(Session(10)), {"e": [0]})
+    feed.send(e=rows(0, 10, 19))
+    assert {k: (v["window_end"], v["n"]) for k, v in feed.table.items()} == {
+        ("a", 0): (10, 1),
+        ("a", 10): (29, 2),
+    }
+
+
+def test_a_bridging_record_merges_sessions_and_deletes_the_merged_away_rows() -> None:
+    feed = Feed(agg(Session(10), grace=50), {"e": [0]})
+    feed.send(e=rows(0, 15, 40))
+    assert sorted(feed.table) == [("a", 0), ("a", 15), ("a", 40)]
+    changes = feed.send(e=rows(8, start=3))
+    assert {k: v["n"] for k, v in feed.table.items()} == {("a", 0): 3, ("a", 40): 1}
+    deleted = [r["window_start"] for r in changes.to_pylist() if r["_delete"]]
+    assert deleted == [15]
+
+
+def test_retention_deletes_a_window_once_end_plus_retention_reaches_the_horizon() -> None:
+    feed = Feed(agg(Tumbling(100), retention=30), {"e": [0]})
+    feed.send(e=rows(5, 139))  # horizon 129: window [0, 100) stays (100 + 30 > 129)
+    assert ("a", 0) in feed.table
+    feed.send(e=rows(140, start=2))  # horizon 130 = 100 + 30: deleted
+    assert ("a", 0) not in feed.table and ("a", 100) in feed.table
+
+
+def test_without_retention_final_windows_stay_in_the_output_and_leave_the_state() -> None:
+    feed = Feed(agg(Tumbling(10)), {"e": [0]})
+    for i in range(50):
+        feed.send(e=rows(i * 10, start=i))
+    assert len(feed.table) == 50
+    assert feed.state["windows"].num_rows <= 3
+
+
+def test_hopping_windows_count_a_record_in_every_window_covering_it() -> None:
+    feed = Feed(agg(Hopping(10, 4)), {"e": [0]})
+    feed.send(e=rows(9))
+    assert sorted(k[1] for k in feed.table) == [0, 4, 8]
+
+
+def test_an_out_of_order_record_within_grace_reaggregates_its_window() -> None:
+    aggregations = {"n": Count(), "total": Sum("amount"), "last": Latest("q"), "avg": Mean("q")}
+    feed = Feed(agg(Tumbling(100), grace=50, aggregations=aggregations), {"e": [0]})
+    feed.send(
+        e=records(
+            FIELDS,
+            [
+                {"p": 0, "o": 0, "k": "a", "ts": 60, "amount": Decimal("0.10"), "q": 1},
+                {"p": 0, "o": 1, "k": "a", "ts": 120, "amount": Decimal("1.00"), "q": 2},
+            ],
+        )
+    )
+    feed.send(
+        e=records(FIELDS, [{"p": 0, "o": 2, "k": "a", "ts": 70, "amount": Decimal("0.20"), "q": 7}])
+    )
+    row = feed.table[("a", 0)]
+    assert (row["n"], row["total"], row["last"], row["avg"]) == (2, Decimal("0.30"), 7, 4.0)
+
+
+def test_decimal_sums_are_exact_and_integer_overflow_is_an_error() -> None:
+    cents = [Decimal("0.10")] * 1000 + [Decimal("9999999999999999.99")] * 3
+    feed = Feed(agg(Tumbling(10**9), aggregations={"total": Sum("amount")}), {"e": [0]})
+    batch = [{"p": 0, "o": i, "k": "a", "ts": 1, "amount": c} for i, c in enumerate(cents)]
+    feed.send(e=records(FIELDS, batch))
+    assert feed.table[("a", 0)]["total"] == Decimal("30000000000000099.97")
+    big = [{"p": 0, "o": i, "k": "a", "ts": 1, "q": 2**62} for i in range(3)]
+    operator = agg(Tumbling(10), aggregations={"s": Sum("q")})
+    with pytest.raises(BatchError, match="overflows int64"):
+        operator.step(operator.initial_state(), Batch({"e": records(FIELDS, big)}, {"e": {0: 3}}))
+
+
+def test_one_pass_and_record_by_record_give_the_same_aggregates() -> None:
+    aggregations = {"n": Count(), "total": Sum("amount"), "top": Max("amount"), "last": Latest("q")}
+    data = [
+        {
+            "p": i % 2,
+            "o": i // 2,
+            "k": "ab"[i % 3 % 2],
+            "ts": (i * 37) % 50,
+            "amount": Decimal(i).scaleb(-2),
+            "q": i,
+        }
+        for i in range(40)
+    ]
+    whole = Feed(agg(Tumbling(20), grace=100, aggregations=aggregations), {"e": [0, 1]})
+    whole.send(e=records(FIELDS, data))
+    single = Feed(agg(Tumbling(20), grace=100, aggregations=aggregations), {"e": [0, 1]})
+    for row in data:
+        single.send(e=records(FIELDS, [row]))
+    assert whole.table == single.table
+
+
+def test_group_aggregate_has_no_lateness() -> None:
+    feed = Feed(GroupAggregate(Source("e", time="ts"), ("k",), {"n": Count()}), {"e": [0]})
+    feed.send(e=rows(1_000_000, 0))
+    assert feed.table[("a",)]["n"] == 2 and feed.late == []
+
+
+CHANGELOG = {"k": pa.string(), "v": pa.int64()}
+
+
+def test_compaction_a_lower_partition_read_later_does_not_win() -> None:
+    feed = Feed(Compaction(Source("c", changelog=True), ("k",)), {"c": [0, 1]})
+    feed.send(c=records(CHANGELOG, [{"p": 1, "o": 0, "k": "a", "v": 1}], changelog=True))
+    feed.send(c=records(CHANGELOG, [{"p": 0, "o": 50, "k": "a", "v": 2}], changelog=True))
+    assert feed.table[("a",)]["v"] == 1
+
+
+def test_compaction_a_tombstone_deletes_and_a_later_record_recreates() -> None:
+    feed = Feed(Compaction(Source("c", changelog=True), ("k",)), {"c": [0]})
+    feed.send(
+        c=records(
+            CHANGELOG,
+            [{"p": 0, "o": 0, "k": "a", "v": 1}, {"p": 0, "o": 1, "k": "a", "delete": True}],
+            changelog=True,
+        )
+    )
+    assert feed.table == {}
+    feed.send(c=records(CHANGELOG, [{"p": 0, "o": 2, "k": "a", "v": 3}], changelog=True))
+    assert feed.table[("a",)]["v"] == 3
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda: Tumbling(0), "positive"),
+        (lambda: Hopping(10, 20), "exceeds its size"),
+        (lambda: agg(Tumbling(10), aggregations={}), "at least one aggregation"),
+        (lambda: agg(Tumbling(10), aggregations={"window_start": Count()}), "clashes"),
+        (lambda: agg(Tumbling(10), aggregations={"_n": Count()}), "not starting with"),
+        (lambda: agg(Tumbling(10), retention=-1), "zero or more"),
+    ],
+)
+def test_bad_window_settings_fail_at_construction(build, message) -> None:
+    with pytest.raises(OperatorConfigError, match=message):
+        build()
