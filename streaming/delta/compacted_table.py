@@ -12,8 +12,17 @@ where the changes are), kinds whose new row depends on the stored one to a
 :class:`~streaming.delta.merge_table.MergeTable` (a delta-rs merge on the driver).
 
 The entry point is narrow so any engine can call it: :meth:`CompactedTable.apply` takes one
-batch's changes as an Arrow table (the table's columns, plus ``_partition``, ``_offset`` and
-``_delete`` for upsert/delete kinds), the batch id and what the commit records.
+batch's changes as an Arrow table, the batch id and what the commit records. For upsert/delete
+kinds the changes are full rows (the table's columns) plus ``_delete``, and either
+
+- ``_partition`` and ``_offset``, each change's source position: the batch is reduced to the
+  latest change per key, and a kind with ``position`` keeps a stored row a change from an older
+  position would replace; or
+- no position columns (the output of a stateful operator): at most one change per key per
+  batch, each replacing or deleting its key's row; a duplicate key is refused with an error.
+
+:meth:`CompactedTable.commit_shares` is the same commit for changes whose data files were
+written elsewhere (``ShareWriter.write`` on the executors).
 """
 
 from __future__ import annotations

@@ -50,8 +50,14 @@ class ShareWriter:
     kind: LatestPerKey
 
     def write(self, changes: pa.Table, batch_id: int) -> pa.Table:
-        """Write one share of batch ``batch_id``; returns it as one row of :func:`share_schema`."""
-        reduced = self.kind.reduce(changes)
+        """Write one share of batch ``batch_id``; returns it as one row of :func:`share_schema`.
+
+        ``changes`` holds the table's columns and ``_delete``, and either the source position
+        of each change (``_partition``, ``_offset``: the share is reduced to the latest change
+        per key) or none (an operator's output: at most one change per key, each replacing its
+        key's row).
+        """
+        reduced = self.kind.reduce(_positioned(changes, self.kind))
         self._check_positions(reduced)
         keep = pc.invert(reduced["_delete"].combine_chunks())
         rows = reduced.filter(keep).select(self.schema.names).cast(self.schema)
@@ -107,6 +113,29 @@ class ShareWriter:
                 "each row's _partition and _offset; make the transform copy them"
             )
             raise TableError(msg)
+
+
+def _positioned(changes: pa.Table, kind: LatestPerKey) -> pa.Table:
+    """``changes`` with position columns: as given, or zeros for changes without a position."""
+    if "_partition" in changes.column_names and "_offset" in changes.column_names:
+        return changes
+    if kind.position:
+        msg = (
+            f"a table that keeps source positions ({', '.join(kind.position)}) needs each "
+            "change's _partition and _offset"
+        )
+        raise TableError(msg)
+    keys = changes[kind.key]
+    if pc.count_distinct(keys, mode="all").as_py() != changes.num_rows:
+        msg = (
+            f"changes without _partition/_offset must hold at most one change per {kind.key!r} "
+            "in a batch (nothing says which of two would be the latest)"
+        )
+        raise TableError(msg)
+    zeros = pa.array([0] * changes.num_rows, pa.int64())
+    return changes.append_column("_partition", zeros.cast(pa.int32())).append_column(
+        "_offset", zeros
+    )
 
 
 def file_stats(rows: pa.Table) -> str:

@@ -21,6 +21,7 @@ from streaming.delta.compacted_table import CompactedTable
 from streaming.delta.compaction import CompactionPolicy
 from streaming.delta.maintenance import MaintenancePolicy
 from streaming.delta.table_reader import read_arrow
+from streaming.errors import TableError
 
 SCHEMA = pa.schema([("id", pa.string()), ("v", pa.int64()), ("p", pa.int32()), ("o", pa.int64())])
 KIND = LatestPerKey("id", position=("p", "o"))
@@ -261,3 +262,33 @@ def _newest_commit(where: str) -> tuple[int, int | None]:
 
     snapshot = DeltaTable(where)
     return snapshot.version(), snapshot.transaction_version("app")
+
+
+def test_operator_output_without_positions_replaces_and_deletes_rows(tmp_path):
+    kind = LatestPerKey("id")
+    table = CompactedTable(tmp_path / "t", SCHEMA, kind, "app", _manual())
+
+    def changes(rows):  # (id, v, delete): full rows plus _delete, nothing else
+        data = [{"id": i, "v": v, "p": 0, "o": 0, "_delete": d} for i, v, d in rows]
+        fields = [*SCHEMA, pa.field("_delete", pa.bool_())]
+        return pa.Table.from_pylist(data, schema=pa.schema(fields))
+
+    table.apply(changes([("a", 1, False), ("b", 1, False), ("c", 1, False)]), 0, {}, "d")
+    table.apply(changes([("a", 2, False), ("b", None, True), ("d", 1, False)]), 1, {}, "d")
+    got = {k: v[0] for k, v in _as_rows(read_arrow(str(table.location))).items()}
+    assert got == {"a": 2, "c": 1, "d": 1}
+    polars = pl.read_delta(str(table.location)).to_arrow()
+    assert {k: v[0] for k, v in _as_rows(polars).items()} == got
+    with pytest.raises(TableError, match="at most one change per 'id'"):
+        table.apply(changes([("a", 3, False), ("a", 4, False)]), 2, {}, "d")
+    assert table.committed_batch() == 1
+
+
+def test_changes_without_positions_are_refused_by_a_table_that_keeps_them(tmp_path):
+    table = CompactedTable(tmp_path / "t", SCHEMA, KIND, "app", _manual())
+    rows = pa.Table.from_pylist(
+        [{"id": "a", "v": 1, "p": 0, "o": 0, "_delete": False}],
+        schema=pa.schema([*SCHEMA, pa.field("_delete", pa.bool_())]),
+    )
+    with pytest.raises(TableError, match="needs each change's _partition and _offset"):
+        table.apply(rows, 0, {}, "d")
