@@ -64,6 +64,10 @@ class BatchWriter:
         self.results: deque[BatchResult] = deque(maxlen=RECENT_RESULTS)
         self.totals = BatchTotals()
 
+    def close(self) -> None:
+        """Stop the table's background upkeep once the query is over (waits for its step)."""
+        self.table.close()
+
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         started = time.monotonic()
         end_offsets = batch_end_offsets(self.deployment.checkpoint_path, batch_id)
