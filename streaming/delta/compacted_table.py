@@ -102,6 +102,13 @@ class CompactedTable:
         assert self._merge is not None
         return self._merge.table().version()
 
+    def row_count(self) -> int:
+        """The live rows of the table's newest version (deletion vectors applied)."""
+        if self._dv is not None:
+            return self._dv.row_count()
+        assert self._merge is not None
+        return self._merge.table().count()
+
     @contextmanager
     def batch(self) -> Iterator[CompactedTable]:
         """Hold the table from writing a batch's files to committing them (upsert/delete)."""

@@ -113,6 +113,12 @@ class DvTable:
     def version(self) -> int:
         return self._opened().snapshot.version
 
+    def row_count(self) -> int:
+        """Live rows: every live file's rows minus those its DV deletes."""
+        with self.batch():
+            files = self.snapshot.files
+            return sum(e.num_records - len(self.deleted[p]) for p, e in files.items())
+
     @contextmanager
     def batch(self) -> Iterator[DvTable]:
         """Hold the table for one batch: from writing its files to publishing its commit."""

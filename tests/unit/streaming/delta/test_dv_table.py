@@ -292,3 +292,13 @@ def test_changes_without_positions_are_refused_by_a_table_that_keeps_them(tmp_pa
     )
     with pytest.raises(TableError, match="needs each change's _partition and _offset"):
         table.apply(rows, 0, {}, "d")
+
+
+def test_the_row_count_is_the_live_rows(tmp_path):
+    table = CompactedTable(tmp_path / "t", SCHEMA, KIND, "app", _manual())
+    log, reference = Log(seed=19, keys=80), Reference()
+    for batch_id in range(5):
+        changes = log.batch(120)
+        _apply_in_shares(table, changes, batch_id, shares=2)
+        reference.apply(changes)
+        assert table.row_count() == len(reference.rows())
