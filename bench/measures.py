@@ -18,10 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from deltalake import DeltaTable
-
 from bench.processes import CommitWatcher, MeasuredJob, SeenCommit
 from bench.workload import TOPIC, Workload
+from streaming.delta.table_reader import read_arrow
 from streaming.home import Home
 from streaming.kafka import offsets as off
 from streaming.kafka.log import KafkaLog
@@ -54,11 +53,7 @@ class BenchEnv:
 
 def check_table(path: Path, expected: dict[str, int]) -> dict[str, Any]:
     """The table equals the reference: same keys, one row each, the latest event's values."""
-    rows = (
-        DeltaTable(str(path))
-        .to_pyarrow_table(columns=["customer_id", "updated_at", "email"])
-        .to_pylist()
-    )
+    rows = read_arrow(path, columns=["customer_id", "updated_at", "email"]).to_pylist()
     table = {r["customer_id"]: r for r in rows}
     wrong = [k for k, ts in expected.items() if k not in table or table[k]["updated_at"] != ts]
     extra = [k for k in table if k not in expected]

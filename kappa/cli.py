@@ -42,6 +42,12 @@ def build_parser() -> argparse.ArgumentParser:
     broker.add_argument("action", choices=["start", "stop", "status"])
     broker.set_defaults(handler=_broker)
 
+    cluster = sub.add_parser(
+        "cluster", help="a Spark standalone cluster on 127.0.0.1 (master and workers)"
+    )
+    cluster.add_argument("action", choices=["start", "stop", "status"])
+    cluster.set_defaults(handler=_cluster)
+
     demo = sub.add_parser("demo", help="the demo event generator")
     demo_sub = demo.add_subparsers(dest="demo_command", required=True)
     produce = demo_sub.add_parser("produce", help="produce demo customers and transactions")
@@ -170,6 +176,23 @@ def _broker(settings: Settings, args: argparse.Namespace) -> int:
         print("broker stopped" if stop_log_broker(settings) else "broker was not running")
     else:
         status = log_broker_status(settings)
+        print(status.describe())
+        return 0 if status.running else 1
+    return 0
+
+
+def _cluster(settings: Settings, args: argparse.Namespace) -> int:
+    from kappa.cluster import SparkCluster
+
+    cluster = SparkCluster(settings)
+    if args.action == "start":
+        status = cluster.start()
+        print(status.describe())
+        print(f"run pipelines on it with KAPPA_SPARK_MASTER={status.master_url}")
+    elif args.action == "stop":
+        print("Spark cluster stopped" if cluster.stop() else "Spark cluster was not running")
+    else:
+        status = cluster.status()
         print(status.describe())
         return 0 if status.running else 1
     return 0

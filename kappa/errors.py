@@ -13,3 +13,7 @@ class BrokerError(OperatorError):
 
 class DagsterApiError(OperatorError):
     """The running Dagster does not answer, or refuses a request."""
+
+
+class ClusterError(OperatorError):
+    """The Spark standalone cluster cannot be started, or is not in the state asked for."""

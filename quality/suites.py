@@ -108,7 +108,8 @@ def validate_table(
     """Validate a table snapshot against its spec with Great Expectations.
 
     Args:
-        spark_df: the table snapshot (e.g. ``spark.read.parquet(*DeltaTable(p).file_uris())``).
+        spark_df: the table snapshot (``streaming.delta.table_reader.read_spark``, which
+            applies deletion vectors).
         spec: the table's declared key, schema and rules.
         now_ms: "now" for time-relative rules (epoch ms); the current time when None. Pass it
             for reproducible results.

@@ -189,6 +189,17 @@ class Home:
     def object_store_pid(self) -> Path:
         return self.root / "run" / "object-store.pid"
 
+    # -- the Spark standalone cluster --------------------------------------------------------
+
+    @property
+    def cluster(self) -> Path:
+        """The cluster's scratch space: the workers' work directories (application files)."""
+        return self.root / "cluster"
+
+    def cluster_pid(self, process: str) -> Path:
+        """The pid of a cluster process (``spark-master``, ``spark-worker-1``, ...)."""
+        return self.root / "run" / f"{process}.pid"
+
     @property
     def dagster(self) -> Path:
         """``DAGSTER_HOME``: the Dagster instance's storage and its ``dagster.yaml``."""

@@ -52,6 +52,8 @@ _ENV = {
     "PYSPARK_PYTHON": "spark.pyspark_python",
     "JAVA_HOME": "spark.java_home",
     "SPARK_HOME": "spark.spark_home",
+    "KAPPA_CLUSTER_PORT": "cluster.port",
+    "KAPPA_CLUSTER_UI_PORT": "cluster.ui_port",
     "KAPPA_DAGSTER_PORT": "dagster.port",
     "KAPPA_RETRY_DELAY_S": "dagster.retry_delay_s",
     "KAPPA_RETENTION_HOURS": "versions.retention_hours",
@@ -159,6 +161,23 @@ class SparkSettings(_Frozen):
     spark_home: str | None = None
 
 
+class ClusterSettings(_Frozen):
+    """The Spark standalone cluster ``kappa cluster start`` runs from the installed pyspark: a
+    master and ``workers`` workers on 127.0.0.1. Pipelines use it when ``spark.master`` is
+    its ``master_url``."""
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=7077, ge=1, le=65535)
+    ui_port: int = Field(default=8080, ge=1, le=65535)
+    workers: int = Field(default=2, ge=1, le=64)
+    worker_cores: int = Field(default=1, ge=1)
+    worker_memory: str = Field(default="2g", pattern=r"^[0-9]+[kmgt]$")
+
+    @property
+    def master_url(self) -> str:
+        return f"spark://{self.host}:{self.port}"
+
+
 class DagsterSettings(_Frozen):
     host: str = "127.0.0.1"
     port: int = Field(default=3000, ge=1, le=65535)
@@ -183,6 +202,7 @@ class Settings(_Frozen):
     object_store: ObjectStoreSettings = Field(default_factory=ObjectStoreSettings)
     producer: ProducerSettings = Field(default_factory=ProducerSettings)
     spark: SparkSettings = Field(default_factory=SparkSettings)
+    cluster: ClusterSettings = Field(default_factory=ClusterSettings)
     dagster: DagsterSettings = Field(default_factory=DagsterSettings)
     versions: VersionSettings = Field(default_factory=VersionSettings)
 

@@ -1,16 +1,18 @@
 """Table kinds: how the rows a pipeline's transform returns become its compacted table.
 
-A kind owns three things: the schema of the rows the transform hands over (its *changes*), how
-one micro-batch of changes is reduced before it is written, and how the reduced rows merge into
-the stored table (the clauses of a Delta merge). The sink asks the kind and knows no kind by
-name, so a new kind is a new class here.
+A kind owns four things: the schema of the rows the transform hands over (its *changes*), how
+one micro-batch of changes is reduced before it is written, how the sink writes them (its
+:class:`WriteStrategy`), and, for kinds written by merging, how the reduced rows merge into the
+stored table (the clauses of a Delta merge). The sink asks the kind and knows no kind by name,
+so a new kind is a new class here.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Protocol, Self
+from enum import Enum
+from typing import ClassVar, Protocol, Self
 
 import numpy as np
 import pyarrow as pa
@@ -32,10 +34,25 @@ class Merger(Protocol):
     ) -> Self: ...
 
 
+class WriteStrategy(Enum):
+    """How the sink writes a kind's batches.
+
+    ``UPSERT_DELETE``: each change replaces or deletes its key's row; new rows go to new files
+    and replaced rows are marked in deletion vectors, so a batch costs what it holds whatever the
+    table's size, and the data files are written where the changes are (on the executors).
+    ``MERGE``: a delta-rs merge on the driver, which rewrites every file a batch touches; for
+    kinds whose new row depends on the stored one.
+    """
+
+    UPSERT_DELETE = "upsert_delete"
+    MERGE = "merge"
+
+
 class TableKind(ABC):
     """How changes become table rows. ``key`` is the table's key column."""
 
     key: str
+    write_strategy: ClassVar[WriteStrategy] = WriteStrategy.MERGE
 
     @property
     def keys(self) -> tuple[str, ...]:
@@ -67,11 +84,13 @@ class LatestPerKey(TableKind):
     ``_delete`` (true for a tombstone); the sink reduces them to the latest row per key. When the
     table stores the source position (``position`` names its partition and offset columns), a
     stored row is only replaced by a change from a higher (partition, offset), so the result does
-    not depend on how the log was cut into batches even if a key moved partitions.
+    not depend on how the log was cut into batches even if a key moved partitions. The position
+    columns must hold each row's ``_partition`` and ``_offset`` (the sink checks it).
     """
 
     key: str
     position: tuple[str, str] | None = None
+    write_strategy: ClassVar[WriteStrategy] = WriteStrategy.UPSERT_DELETE
 
     def change_schema(self, table_schema: pa.Schema) -> pa.Schema:
         extra = [

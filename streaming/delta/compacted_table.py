@@ -1,22 +1,48 @@
-"""The compacted table: a Delta table holding one row per key, written by delta-rs.
+"""The compacted table: a Delta table holding one row per key, the sink of every deployment.
 
 Every micro-batch becomes exactly one Delta commit tagged with the application transaction
 ``(app_id, batch_id)``. A batch whose id is not above the table's recorded transaction version was
 already committed (Spark re-runs the last batch after a crash) and is skipped, so a crash at any
-point neither loses nor duplicates a row. Each commit also records the source offsets it covers.
+point neither loses nor duplicates a row. Each commit also records the source offsets it covers
+(``streaming.delta.commit_info``).
+
+How a batch is written is the table kind's choice (``WriteStrategy``): upsert/delete kinds go to
+a :class:`~streaming.delta.dv_table.DvTable` (new files plus deletion vectors, the files written
+where the changes are), kinds whose new row depends on the stored one to a
+:class:`~streaming.delta.merge_table.MergeTable` (a delta-rs merge on the driver).
+
+The entry point is narrow so any engine can call it: :meth:`CompactedTable.apply` takes one
+batch's changes as an Arrow table, the batch id and what the commit records. For upsert/delete
+kinds the changes are full rows (the table's columns) plus ``_delete``, and either
+
+- ``_partition`` and ``_offset``, each change's source position: the batch is reduced to the
+  latest change per key, and a kind with ``position`` keeps a stored row a change from an older
+  position would replace; or
+- no position columns (the output of a stateful operator): at most one change per key per
+  batch, each replacing or deleting its key's row; a duplicate key is refused with an error.
+
+:meth:`CompactedTable.commit_shares` is the same commit for changes whose data files were
+written elsewhere (``ShareWriter.write`` on the executors).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+import pyarrow.compute as pc
 
-from streaming.define.table_kinds import TableKind
+from streaming.define.table_kinds import LatestPerKey, TableKind, WriteStrategy
 from streaming.delta.commit_info import commit_info
+from streaming.delta.data_files import ShareWriter
+from streaming.delta.dv_table import DvTable
+from streaming.delta.maintenance import Maintenance, MaintenancePolicy
+from streaming.delta.merge_table import MergeTable
+from streaming.delta.table_store import TableLocation
 
 
 @dataclass(frozen=True)
@@ -30,32 +56,64 @@ class CommitResult:
 class CompactedTable:
     """One deployment's table. Opened lazily; created empty on first use."""
 
-    def __init__(self, path: Path, schema: pa.Schema, kind: TableKind, app_id: str) -> None:
-        self.path = path
+    def __init__(
+        self,
+        where: TableLocation | Path | str,
+        schema: pa.Schema,
+        kind: TableKind,
+        app_id: str,
+        policy: MaintenancePolicy | None = None,
+    ) -> None:
+        self.location = TableLocation.of(where)
         self.schema = schema
         self.kind = kind
         self.app_id = app_id
-        self._table: DeltaTable | None = None
-
-    def table(self) -> DeltaTable:
-        if self._table is None:
-            if DeltaTable.is_deltatable(str(self.path)):
-                self._table = DeltaTable(str(self.path))
-            else:
-                self.path.mkdir(parents=True, exist_ok=True)
-                self._table = DeltaTable.create(
-                    str(self.path),
-                    self.schema,
-                    mode="ignore",
-                    configuration={"delta.appendOnly": "false"},
-                )
+        self._dv: DvTable | None = None
+        self._merge: MergeTable | None = None
+        self.maintenance: Maintenance | None = None
+        if kind.write_strategy is WriteStrategy.UPSERT_DELETE:
+            if not isinstance(kind, LatestPerKey):
+                msg = f"{type(kind).__name__}: upsert/delete tables need LatestPerKey's changes"
+                raise TypeError(msg)
+            self._dv = DvTable(self.location, schema, kind, app_id)
+            self.maintenance = Maintenance(self._dv, policy or MaintenancePolicy())
         else:
-            self._table.update_incremental()
-        return self._table
+            self._merge = MergeTable(self.location, schema, kind, app_id)
+
+    @property
+    def writes_shares(self) -> bool:
+        """Whether batches are written as shares (data files written where the changes are)."""
+        return self._dv is not None
+
+    def share_writer(self) -> ShareWriter:
+        assert self._dv is not None
+        return self._dv.writer
 
     def committed_batch(self) -> int | None:
         """The id of the last batch committed to this table, or None."""
-        return self.table().transaction_version(self.app_id)
+        if self._dv is not None:
+            return self._dv.committed_batch()
+        assert self._merge is not None
+        return self._merge.table().transaction_version(self.app_id)
+
+    def version(self) -> int:
+        if self._dv is not None:
+            return self._dv.version
+        assert self._merge is not None
+        return self._merge.table().version()
+
+    def row_count(self) -> int:
+        """The live rows of the table's newest version (deletion vectors applied)."""
+        if self._dv is not None:
+            return self._dv.row_count()
+        assert self._merge is not None
+        return self._merge.table().count()
+
+    @contextmanager
+    def batch(self) -> Iterator[CompactedTable]:
+        """Hold the table from writing a batch's files to committing them (upsert/delete)."""
+        with self._dv.batch() if self._dv is not None else nullcontext():
+            yield self
 
     def apply(
         self,
@@ -65,44 +123,38 @@ class CompactedTable:
         deployment: str,
         fingerprint: str = "",
     ) -> CommitResult:
-        """Merge one batch of changes; a no-op if this batch was committed before."""
-        dt = self.table()
-        done = dt.transaction_version(self.app_id)
-        if done is not None and done >= batch_id:
-            return CommitResult(batch_id, True, dt.version(), changes.num_rows)
-        props = CommitProperties(
-            custom_metadata=commit_info(batch_id, end_offsets, deployment, fingerprint),
-            app_transactions=[Transaction(self.app_id, batch_id)],
-        )
-        if changes.num_rows and not dt.file_uris():
-            # An empty table (the first batch of a rebuild): a merge would only insert, so
-            # append the inserted rows and skip the join.
-            self._append(dt, changes, props)
-        elif changes.num_rows:
-            self._merge(dt, changes, props)
-            dt.update_incremental()
-        if dt.transaction_version(self.app_id) != batch_id:
-            # Nothing to merge (or a merge that changed no row): record the batch anyway, so the
-            # table's history covers every offset range and the batch is never applied again.
-            write_deltalake(dt, self.schema.empty_table(), mode="append", commit_properties=props)
-            dt.update_incremental()
-        return CommitResult(batch_id, False, dt.version(), changes.num_rows)
+        """Write and commit one batch of changes; a no-op if this batch was committed before."""
+        info = commit_info(batch_id, end_offsets, deployment, fingerprint)
+        if self._dv is not None:
+            with self._dv.batch():
+                done = self._dv.committed_batch()
+                if done is not None and done >= batch_id:
+                    return CommitResult(batch_id, True, self._dv.version, changes.num_rows)
+                shares = self._dv.writer.write(changes, batch_id)
+            return self.commit_shares(shares, batch_id, end_offsets, deployment, fingerprint)
+        assert self._merge is not None
+        skipped, version = self._merge.apply(self.kind.reduce(changes), batch_id, info)
+        return CommitResult(batch_id, skipped, version, changes.num_rows)
 
-    def _append(self, dt: DeltaTable, changes: pa.Table, props: CommitProperties) -> None:
-        rows = self.kind.rows_to_append(changes)
-        if rows.num_rows:
-            rows = rows.select(self.schema.names).cast(self.schema)
-            write_deltalake(dt, rows, mode="append", commit_properties=props)
-            dt.update_incremental()
+    def commit_shares(
+        self,
+        shares: pa.Table,
+        batch_id: int,
+        end_offsets: dict[str, Any],
+        deployment: str,
+        fingerprint: str = "",
+    ) -> CommitResult:
+        """Commit a batch whose shares were written (``ShareWriter``), e.g. by Spark tasks."""
+        assert self._dv is not None and self.maintenance is not None
+        info = commit_info(batch_id, end_offsets, deployment, fingerprint)
+        self.maintenance.before_commit()
+        done = self._dv.commit(shares, batch_id, info)
+        if not done.skipped:
+            self.maintenance.after_commit()
+        rows = pc.sum(pc.list_value_length(shares["keys"])).as_py() or 0
+        return CommitResult(batch_id, done.skipped, done.table_version, rows)
 
-    def _merge(self, dt: DeltaTable, changes: pa.Table, props: CommitProperties) -> None:
-        predicate = " AND ".join(f"t.`{k}` = s.`{k}`" for k in self.kind.keys)
-        columns = {c: f"s.`{c}`" for c in self.schema.names}
-        merger = dt.merge(
-            changes,
-            predicate=predicate,
-            source_alias="s",
-            target_alias="t",
-            commit_properties=props,
-        )
-        self.kind.merge(merger, columns).execute()
+    def close(self) -> None:
+        """Stop background maintenance (waits for the step in flight)."""
+        if self.maintenance is not None:
+            self.maintenance.close()

@@ -1,7 +1,10 @@
 """Reading compacted tables: consistent snapshots, and which input offsets a version reflects.
 
 A Delta version is an immutable snapshot, so every read here is consistent even while the
-pipeline keeps committing.
+pipeline keeps committing. Upsert/delete tables carry deletion vectors: every reader here
+applies them (delta-rs' DataFusion reader for Arrow; for Spark, which has no Delta reader without
+jars, the file list minus the deleted (file, row) pairs). ``DeltaTable.to_pyarrow_table`` refuses
+such tables, and a plain ``spark.read.parquet`` of the file list would bring deleted rows back.
 """
 
 from __future__ import annotations
@@ -9,10 +12,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
-from deltalake import DeltaTable
+from deltalake import DeltaTable, QueryBuilder
 
 from streaming.delta.commit_info import Commit, parse_commit
+from streaming.delta.table_store import TableLocation
 from streaming.errors import TableNotFoundError
 from streaming.kafka import offsets as off
 
@@ -21,47 +26,104 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 
-def open_table(path: Path | str, version: int | None = None) -> DeltaTable:
-    if not DeltaTable.is_deltatable(str(path)):
-        msg = f"no table at {path}; run its pipeline first (kappa run NAME --until-caught-up)"
+Where = TableLocation | Path | str
+
+
+def open_table(where: Where, version: int | None = None) -> DeltaTable:
+    location = TableLocation.of(where)
+    options = location.delta_options()
+    if not DeltaTable.is_deltatable(str(location), storage_options=options):
+        msg = f"no table at {location}; run its pipeline first (kappa run NAME --until-caught-up)"
         raise TableNotFoundError(msg)
-    return DeltaTable(str(path), version=version)
+    return DeltaTable(str(location), version=version, storage_options=options)
 
 
-def read_arrow(path: Path | str, version: int | None = None) -> pa.Table:
-    return open_table(path, version).to_pyarrow_table()
+def read_arrow(
+    where: Where, version: int | None = None, columns: list[str] | None = None
+) -> pa.Table:
+    """The snapshot's rows (deletion vectors applied), with the table's schema."""
+    table = open_table(where, version)
+    schema = pa.schema(table.schema())
+    if columns is not None:
+        schema = pa.schema([schema.field(c) for c in columns])
+    select = ", ".join(f'"{name}"' for name in schema.names)
+    reader = QueryBuilder().register("t", table).execute(f"SELECT {select} FROM t")
+    return pa.table(reader.read_all()).cast(schema)
 
 
-def read_pandas(path: Path | str, version: int | None = None) -> pd.DataFrame:
-    return read_arrow(path, version).to_pandas()
+def read_pandas(where: Where, version: int | None = None) -> pd.DataFrame:
+    return read_arrow(where, version).to_pandas()
 
 
-def read_spark(spark: SparkSession, path: Path | str, version: int | None = None) -> DataFrame:
-    """The snapshot as a Spark DataFrame, through its file list (no Delta jars needed).
+def read_spark(spark: SparkSession, where: Where, version: int | None = None) -> DataFrame:
+    """The snapshot as a Spark DataFrame, without Delta jars.
 
-    Reading the directory would be wrong: it holds files that merges have removed.
+    On a file system Spark reads the snapshot's file list itself and drops the rows deletion
+    vectors delete with a broadcast anti-join on (file name, row index). Reading the directory
+    would be wrong (it holds removed files), and so would the file list alone. Spark here has no
+    S3 connector, so a table on S3 is read with delta-rs on the driver.
     """
-    dt = open_table(path, version)
-    files = dt.file_uris()
-    if not files:
-        return spark.createDataFrame(dt.to_pyarrow_table())
-    return spark.read.parquet(*files)
+    location = TableLocation.of(where)
+    table = open_table(location, version)
+    files = table.file_uris()
+    if not files or not location.is_local:
+        return spark.createDataFrame(read_arrow(location, version))
+    from pyspark.sql import functions as F
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    frame = spark.read.schema(from_arrow_schema(pa.schema(table.schema()))).parquet(*files)
+    gone = deleted_rows(table)
+    if gone.num_rows == 0:
+        return frame
+    tagged = frame.select(
+        "*",
+        F.col("_metadata.file_name").alias(_FILE),
+        F.col("_metadata.row_index").alias(_ROW),
+    )
+    kept = tagged.join(F.broadcast(spark.createDataFrame(gone)), [_FILE, _ROW], "left_anti")
+    return kept.select(*frame.columns)
+
+
+_FILE, _ROW = "_kappa_dv_file", "_kappa_dv_row"
+
+
+def deleted_rows(table: DeltaTable) -> pa.Table:
+    """(file name, row) of every row a live file's deletion vector deletes.
+
+    Files are matched by name: data file names carry a UUID, so they are unique in a table,
+    while full paths are spelled differently by delta-rs and Spark (``file:///`` and ``file:/``).
+    """
+    names, rows = [], []
+    for batch in table.deletion_vectors():
+        batch = pa.record_batch(batch)
+        masks = batch["selection_vector"]
+        bounds = masks.offsets.to_numpy()
+        keep = masks.values.to_numpy(zero_copy_only=False)
+        for i, uri in enumerate(batch["filepath"].to_pylist()):
+            gone = np.flatnonzero(~keep[bounds[i] : bounds[i + 1]])
+            names.append(np.full(len(gone), uri.rsplit("/", 1)[-1], dtype=object))
+            rows.append(gone.astype(np.int64))
+    if not rows:
+        return pa.table({_FILE: pa.array([], pa.string()), _ROW: pa.array([], pa.int64())})
+    return pa.table({_FILE: np.concatenate(names), _ROW: np.concatenate(rows)})
 
 
 RECENT_ENTRIES = 20  # log entries read first when only the latest commit is wanted
 
 
-def commits(path: Path | str) -> list[Commit]:
+def commits(where: Where) -> list[Commit]:
     """Every batch commit, oldest first, with the input offsets it reflects."""
-    found = (parse_commit(e) for e in open_table(path).history())
+    found = (parse_commit(e) for e in open_table(where).history())
     return sorted((c for c in found if c is not None), key=lambda c: c.table_version)
 
 
-def latest_commit(path: Path | str) -> Commit | None:
+def latest_commit(where: Where) -> Commit | None:
     """The table's latest batch commit, or None (no table, or no batch committed yet)."""
-    if not DeltaTable.is_deltatable(str(path)):
+    location = TableLocation.of(where)
+    options = location.delta_options()
+    if not DeltaTable.is_deltatable(str(location), storage_options=options):
         return None
-    return latest_commit_of(DeltaTable(str(path)))
+    return latest_commit_of(DeltaTable(str(location), storage_options=options))
 
 
 def latest_commit_of(table: DeltaTable) -> Commit | None:
@@ -76,8 +138,8 @@ def latest_commit_of(table: DeltaTable) -> Commit | None:
     return newest
 
 
-def last_end_offsets(path: Path | str) -> off.OffsetMap | None:
-    commit = latest_commit(path)
+def last_end_offsets(where: Where) -> off.OffsetMap | None:
+    commit = latest_commit(where)
     return commit.end_offsets if commit else None
 
 

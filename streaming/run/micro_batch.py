@@ -9,14 +9,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 from pyspark.sql import DataFrame
 
 from streaming.define.pipeline import Pipeline
-from streaming.delta.compacted_table import CompactedTable
+from streaming.delta.compacted_table import CommitResult, CompactedTable
 from streaming.delta.dead_letters import DeadLetters
 from streaming.kafka.decode import BatchSplitter
 from streaming.run.deployment import Deployment
+from streaming.run.executor_writes import write_shares
 from streaming.run.planned_batch import PlannedBatch
 from streaming.run.publication import ChangelogPublisher
 
@@ -74,49 +74,63 @@ class BatchWriter:
         self.results: deque[BatchResult] = deque(maxlen=RECENT_RESULTS)
         self.totals = BatchTotals()
 
+    def close(self) -> None:
+        """Stop the table's background upkeep once the query is over (waits for its step)."""
+        self.table.close()
+
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         started = time.monotonic()
         end_offsets = batch_end_offsets(self.deployment.checkpoint_path, batch_id)
-        committed = self.table.committed_batch()
-        if committed is not None and committed >= batch_id:
-            version = self.table.table().version()
-            self._record(batch_id, True, 0, 0, 0, version, end_offsets, started)
-            return
-        if self.planned is not None:
-            planned = self.planned.run(batch.toArrow(), batch_id, end_offsets, committed)
-            arrow, input_rows = planned.changes, planned.input_rows
-            dead_count = self.dead_letters.append(planned.dead_letters, batch_id)
-            if self.publisher is not None:  # before the commit: a replay finds it published
-                self.publisher.publish(arrow, batch_id)
-        else:
-            arrow, input_rows, dead_count = self._transform(batch, batch_id)
-        result = self.table.apply(
-            arrow, batch_id, end_offsets, self.deployment.id, self.pipeline.fingerprint
-        )
+        with self.table.batch():
+            committed = self.table.committed_batch()
+            if committed is not None and committed >= batch_id:
+                version = self.table.version()
+                self._record(batch_id, True, 0, 0, 0, version, end_offsets, started)
+                return
+            info = (end_offsets, self.deployment.id, self.pipeline.fingerprint)
+            if self.planned is not None:
+                planned = self.planned.run(batch.toArrow(), batch_id, end_offsets, committed)
+                arrow, input_rows = planned.changes, planned.input_rows
+                dead_count = self.dead_letters.append(planned.dead_letters, batch_id)
+                if self.publisher is not None:  # before the commit: a replay finds it published
+                    self.publisher.publish(arrow, batch_id)
+                result = self.table.apply(arrow, batch_id, *info)
+            else:
+                result, input_rows, dead_count = self._transform(batch, batch_id, info)
         self._record(
             batch_id,
             result.skipped,
             input_rows,
             dead_count,
-            arrow.num_rows,
+            result.source_rows,
             result.table_version,
             end_offsets,
             started,
         )
 
-    def _transform(self, batch: DataFrame, batch_id: int) -> tuple[pa.Table, int, int]:
-        """The per-batch transform's changes, the input count and the dead letters written."""
+    def _transform(
+        self, batch: DataFrame, batch_id: int, info: tuple[dict[str, Any], str, str]
+    ) -> tuple[CommitResult, int, int]:
+        """Write and commit the per-batch transform's changes: the commit, the input count and
+        the dead letters written."""
         assert self.splitter is not None and self.pipeline.transform is not None
-        # One Spark job (one stage) reads the source once and returns the changes and the counts;
-        # a second one collects dead letters, only when there are any.
+        # One Spark job (one stage) reads the source once, writes or returns the changes and
+        # counts the records; a second one collects dead letters, only when there are any.
         decoded = self.splitter.split(batch)
-        changes = self.pipeline.table.reduce(self.pipeline.transform(decoded.good).toArrow())
-        arrow = changes.select(self.change_schema.names).cast(self.change_schema)
+        changes = self.pipeline.transform(decoded.good)
+        if self.table.writes_shares:
+            shares = write_shares(changes, self.table.share_writer(), self.change_schema, batch_id)
+        else:
+            arrow = changes.toArrow().select(self.change_schema.names).cast(self.change_schema)
         input_rows, dead_rows = decoded.counts()
         dead_count = 0
         if dead_rows:
             dead_count = self.dead_letters.append(decoded.dead.toArrow(), batch_id)
-        return arrow, input_rows, dead_count
+        if self.table.writes_shares:
+            result = self.table.commit_shares(shares, batch_id, *info)
+        else:
+            result = self.table.apply(arrow, batch_id, *info)
+        return result, input_rows, dead_count
 
     def _record(
         self,

@@ -161,7 +161,7 @@ def take_snapshot(
         for t, parts in latest.items()
     }
     progress = last_progress or {}
-    table = writer.table.table()
+    table = writer.table
     return Snapshot(
         pipeline=pipeline.name,
         version=deployment.version,
@@ -178,7 +178,7 @@ def take_snapshot(
         processed_rows_per_s=float(progress.get("processedRowsPerSecond") or 0.0),
         last_batch_duration_s=last.duration_s if last else 0.0,
         last_batch_at=last.finished_at if last else None,
-        table_rows=table.count(),
+        table_rows=table.row_count(),
         table_version=table.version(),
         table_path=str(deployment.table_path),
         dead_lettered_total=writer.dead_letters.count(),

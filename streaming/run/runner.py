@@ -147,6 +147,7 @@ class PipelineRunner:
             final = self._snapshot(query, started, STOPPED if self._stop.is_set() else CAUGHT_UP)
         finally:
             self._log.close()
+            self.writer.close()
         self.reporter.finished(final)
         return final
 

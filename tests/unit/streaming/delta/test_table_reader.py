@@ -16,7 +16,7 @@ def test_latest_commit_is_the_last_batch_even_behind_other_log_entries(tmp_path)
     path = tmp_path / "t"
     assert latest_commit(path) is None and last_end_offsets(path) is None
     table = CompactedTable(path, SCHEMA, Accumulate("id", {"v": "s.v"}), "app")
-    table.table()
+    table.version()
     assert latest_commit(path) is None  # created, nothing committed yet
     row = pa.Table.from_pylist([{"id": "a", "v": "x"}], schema=SCHEMA)
     for batch_id in range(3):

@@ -93,6 +93,7 @@ def test_a_crash_between_state_write_and_table_commit_replays_the_batch(tmp_path
 def test_hourly_windows_merge_into_a_table_with_a_composite_key(tmp_path: Path) -> None:
     from pipelines.spend_hourly import PIPELINE as HOURLY
     from streaming.delta.compacted_table import CompactedTable
+    from streaming.delta.table_reader import read_arrow
 
     deployment = Deployment(HOURLY.name, "v1", tmp_path)
     planned = PlannedBatch(HOURLY, deployment)
@@ -108,7 +109,7 @@ def test_hourly_windows_merge_into_a_table_with_a_composite_key(tmp_path: Path) 
         table.apply(out.changes, batch_id, ends, deployment.id)
     rows = {
         (r["customer_id"], r["window_start"]): r
-        for r in table.table().to_pyarrow_table().to_pylist()
+        for r in read_arrow(deployment.table_path).to_pylist()
     }
     start = T0 - T0 % hour
     assert sorted(rows) == [("c1", start), ("c1", start + hour), ("c1", start + 2 * hour)]

@@ -1,0 +1,36 @@
+"""Writing a batch's data files on the executors: each Spark task writes its own share.
+
+The changes never travel to the driver. Each task reduces its rows to the latest change per key,
+writes them as one Parquet file into the table (``streaming.delta.data_files``) and returns its
+*written share*: the file's entry and the keys, positions and delete flags of its changes, about
+30 bytes a change. The driver then commits all shares of the batch in one transaction, so its
+memory follows the number of changed keys, not the rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pyarrow as pa
+from pyspark.sql import DataFrame
+
+from streaming.delta.data_files import ShareWriter, share_schema
+
+
+def write_shares(
+    changes: DataFrame, writer: ShareWriter, change_schema: pa.Schema, batch_id: int
+) -> pa.Table:
+    """Write every task's share of ``changes`` into the table; returns the written shares."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    schema = share_schema(writer.schema.field(writer.kind.key).type)
+
+    def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        received = [b for b in batches if b.num_rows]
+        if not received:
+            return
+        rows = pa.Table.from_batches(received).select(change_schema.names).cast(change_schema)
+        yield from writer.write(rows, batch_id).to_batches()
+
+    written = changes.mapInArrow(write, from_arrow_schema(schema)).toArrow()
+    return written.cast(schema)

@@ -1,0 +1,141 @@
+"""The demo pipelines on a real Spark standalone cluster (``kappa cluster start``): a master and
+two workers on 127.0.0.1, the executors reading Kafka and writing the table's files, checked
+against an independent replay of the topic in plain Python; then a worker killed mid-run."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kappa.broker import EmbeddedBroker
+from kappa.cluster import SparkCluster
+from kappa.testing.producing import customer_changes, send, transactions
+from kappa.testing.reference import customers_state, replay, spend_state
+from kappa.testing.settings import free_port, private_settings
+from streaming.delta.table_reader import commits
+from streaming.run.deployment import Deployment
+from streaming.settings import REPO_ROOT, Settings
+from streaming.wait import wait_until
+from tests.integration.helpers import table_rows
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def cluster_settings(tmp_path: Path) -> Settings:
+    ports = {"cluster.port": free_port(), "cluster.ui_port": free_port()}
+    settings = private_settings(tmp_path / "home", **ports)
+    master = settings.cluster.master_url
+    return private_settings(
+        tmp_path / "home", settings.broker.port, **ports, **{"spark.master": master}
+    )
+
+
+@pytest.fixture
+def cluster(cluster_settings: Settings) -> Iterator[SparkCluster]:
+    spark_cluster = SparkCluster(cluster_settings)
+    try:
+        spark_cluster.start()
+        yield spark_cluster
+    finally:
+        spark_cluster.stop()
+
+
+@pytest.fixture
+def cluster_broker(cluster_settings: Settings) -> Iterator[EmbeddedBroker]:
+    embedded = EmbeddedBroker(cluster_settings)
+    embedded.start()
+    try:
+        yield embedded
+    finally:
+        embedded.stop()
+
+
+def _run(settings: Settings, name: str, *args: str) -> subprocess.Popen:
+    """``python -m streaming run NAME --until-caught-up`` on the cluster, in its own group."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "streaming", "run", name, "--until-caught-up", *args],
+        env={**os.environ, **settings.to_env()},
+        cwd=REPO_ROOT,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+
+
+def _finish(proc: subprocess.Popen, timeout_s: float = 300) -> None:
+    try:
+        _, err = proc.communicate(timeout=timeout_s)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 0, err.decode()[-3000:]
+
+
+def _executor_dirs(settings: Settings, worker: str) -> list[Path]:
+    """The executor directories a worker created (``<work dir>/app-*/<executor id>``)."""
+    return [p for p in (settings.home.cluster / worker).glob("app-*/*") if p.is_dir()]
+
+
+def test_pipelines_on_the_cluster_equal_the_reference(cluster_settings, cluster, cluster_broker):
+    status = cluster.status()
+    assert status.alive_workers == 2 and status.master_url.startswith("spark://127.0.0.1:")
+    send(cluster_settings, customer_changes(6000, seed=21))
+    send(cluster_settings, transactions(5000, seed=22))
+    _finish(_run(cluster_settings, "customers", "--max-offsets-per-trigger", "1500"))
+    _finish(_run(cluster_settings, "customer_spend", "--max-offsets-per-trigger", "2000"))
+
+    servers = cluster_settings.kafka.bootstrap_servers
+    assert table_rows(cluster_settings, "customers") == customers_state(
+        replay(servers, "customers")
+    )
+    expected_spend = spend_state(replay(servers, "transactions"))
+    assert table_rows(cluster_settings, "customer_spend") == expected_spend
+    assert sum(r["txn_count"] for r in expected_spend.values()) == 5000
+    # The work ran in executors the workers started (a standalone driver runs no task).
+    for worker in cluster.worker_names():
+        assert _executor_dirs(cluster_settings, worker), f"{worker} ran no executor"
+    history = commits(Deployment("customers", "v1", cluster_settings.home).table_path)
+    assert [c.batch_id for c in history] == list(range(len(history))) and len(history) >= 4
+
+
+def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(
+    cluster_settings, cluster, cluster_broker
+):
+    send(cluster_settings, customer_changes(30_000, seed=23, keys=2000))
+    table = Deployment("customers", "v1", cluster_settings.home).table_path
+
+    def committed() -> int:
+        try:
+            return len(commits(table))
+        except Exception:
+            return 0
+
+    proc = _run(cluster_settings, "customers", "--max-offsets-per-trigger", "1000")
+    try:
+        assert wait_until(lambda: committed() >= 3 or proc.poll() is not None, timeout_s=240)
+        assert proc.poll() is None, "the run ended before the worker could be killed"
+        victim = cluster.worker_names()[0]
+        pid = int(cluster_settings.home.cluster_pid(victim).read_text())
+        os.killpg(pid, signal.SIGKILL)  # the worker, its executor and the executor's Python
+        killed_at = committed()
+        _finish(proc)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert killed_at < 30, "the run was nearly over when the worker died"
+    assert cluster.status().alive_workers == 1
+    servers = cluster_settings.kafka.bootstrap_servers
+    assert table_rows(cluster_settings, "customers") == customers_state(
+        replay(servers, "customers")
+    )
+    history = commits(table)
+    assert [c.batch_id for c in history] == list(range(len(history)))
