@@ -71,4 +71,10 @@ MATERIALIZE = re.compile(r"Materialize(?: \(1\))?(?:…|\.\.\.)")
 def materialize_one_partition(page: Any) -> None:
     """Materialize the asset shown, on its only partition: the dialog then offers one run."""
     page.get_by_role("button", name=MATERIALIZE).first.click()
-    page.get_by_role("button", name="Launch 1 run").click()
+    dialog = page.get_by_role("dialog")
+    # The dialog opens on a custom selection with no partition: pick the only version there is.
+    dialog.get_by_placeholder("Select a partition or create one").click()
+    page.get_by_text(re.compile(r"^v\d+$")).first.click()
+    page.keyboard.press("Escape")
+    dialog.screenshot(path=str(artifacts_dir("browser") / "partition-dialog.png"))
+    dialog.get_by_role("button", name=re.compile(r"^Launch (1 run|backfill)")).click()

@@ -12,6 +12,7 @@ import pytest
 from dagster import AssetKey, DagsterEventType, DagsterInstance, materialize
 
 from assets.definitions import defs
+from assets.partitions import versions_partitions_name
 from assets.resources import KappaSettings, spark_resource
 from streaming.settings import REPO_ROOT
 
@@ -65,7 +66,7 @@ def test_bad_pipeline_modules_fail_the_code_location_with_what_to_fix(settings, 
         assert message in output, (pipelines, output[-3000:])
 
 
-def test_an_unsafe_version_in_a_launch_config_fails_before_touching_disk(settings):
+def test_an_unsafe_version_partition_fails_before_touching_disk(settings):
     definitions = defs()
     table = next(
         a
@@ -74,14 +75,17 @@ def test_an_unsafe_version_in_a_launch_config_fails_before_touching_disk(setting
     )
     os.environ.update(settings.to_env())
     try:
+        # The version is the table asset's partition: an unsafe one added by hand.
+        instance = DagsterInstance.ephemeral()
+        instance.add_dynamic_partitions(versions_partitions_name("customers"), ["../../etc"])
         result = materialize(
             [table],
-            instance=DagsterInstance.ephemeral(),
+            instance=instance,
+            partition_key="../../etc",
             resources={
                 "kappa": KappaSettings(home=str(settings.home)),
                 "spark": spark_resource(settings),
             },
-            run_config={"ops": {"tables__customers": {"config": {"version": "../../etc"}}}},
             raise_on_error=False,
         )
     finally:

@@ -9,6 +9,7 @@ import pytest
 from dagster import AssetKey, DagsterEventType, DagsterInstance, materialize
 
 from assets.definitions import defs
+from assets.partitions import versions_partitions_name
 from assets.resources import KappaSettings, spark_resource
 from kappa.testing.producing import send, transactions
 from kappa.testing.reference import replay, spend_state
@@ -31,9 +32,12 @@ def _materialize(settings, instance: DagsterInstance, pipeline: str):  # type: i
             for a in definitions.assets
             if getattr(a, "key", None) == AssetKey(["tables", pipeline])
         )
+        # The version is the table asset's partition, added first as the UI does.
+        instance.add_dynamic_partitions(versions_partitions_name(pipeline), ["v1"])
         return materialize(
             [table],
             instance=instance,
+            partition_key="v1",
             resources={
                 "kappa": KappaSettings(home=str(settings.home)),
                 "spark": spark_resource(settings),
