@@ -71,10 +71,11 @@ MATERIALIZE = re.compile(r"Materialize(?: \(1\))?(?:…|\.\.\.)")
 def materialize_one_partition(page: Any) -> None:
     """Materialize the asset shown, on its only partition: the dialog then offers one run."""
     page.get_by_role("button", name=MATERIALIZE).first.click()
-    dialog = page.get_by_role("dialog")
+    # The partition picker is a dialog too (a popover): take the one launching runs.
+    dialog = page.get_by_role("dialog").filter(has_text="Launch runs to materialize")
     # The dialog opens on a custom selection with no partition: pick the only version there is.
-    dialog.get_by_placeholder("Select a partition or create one").click()
-    page.get_by_text(re.compile(r"^v\d+$")).first.click()
-    page.keyboard.press("Escape")
+    dialog.get_by_text("Select a partition or create one").click()
+    page.get_by_text("Select all (1)").click()
+    dialog.get_by_text("Launch runs to materialize").first.click()  # closes the picker
     dialog.screenshot(path=str(artifacts_dir("browser") / "partition-dialog.png"))
     dialog.get_by_role("button", name=re.compile(r"^Launch (1 run|backfill)")).click()

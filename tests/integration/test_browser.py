@@ -71,7 +71,8 @@ def test_launch_and_terminate_a_streaming_asset_from_the_ui(tmp_path, artifacts)
             with DagsterInstance.from_config(str(platform.settings.home.dagster)) as instance:
                 logs = instance.all_logs(run.run_id)
             kinds = {e.dagster_event.event_type_value for e in logs if e.dagster_event}
-            starts = [e for e in logs if "streaming process" in (e.message or "")]
+            messages = [e.message or "" for e in logs]
+            starts = [m for m in messages if "streaming process" in m and ", log " in m]
             assert "STEP_FAILURE" not in kinds and len(starts) == 1
         finally:
             browser.close()
