@@ -29,9 +29,9 @@ from assets.names import (
 )
 from kappa.dagster_api import ACTIVE_STATUSES, DagsterApi
 from kappa.deploy import launch
+from streaming.atomic_file import write_atomically
 from streaming.define.registry import pipeline_names
 from streaming.settings import Settings
-from streaming.versions.atomic_file import write_atomically
 from streaming.wait import wait_until
 
 _ACTIVE = """

@@ -19,11 +19,11 @@ from typing import Any
 import pyarrow as pa
 from confluent_kafka import Producer
 
+from streaming.atomic_file import write_atomically
 from streaming.kafka.admin import ensure_topics
 from streaming.kafka.log import CLIENT_LOGGER
 from streaming.run.deployment import Deployment
 from streaming.settings import Settings
-from streaming.versions.atomic_file import write_atomically
 from streaming.versions.live_pointer import live_version
 
 DEPLOYMENT_HEADER = "kappa.deployment"

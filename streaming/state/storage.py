@@ -7,11 +7,12 @@ final name, which object stores make visible atomically.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Protocol
 
 import pyarrow.fs as pafs
+
+from streaming.atomic_file import write_atomically
 
 
 class StateDirectory(Protocol):
@@ -37,19 +38,7 @@ class LocalDirectory:
         self.path = Path(path)
 
     def write(self, name: str, data: bytes) -> None:
-        self.path.mkdir(parents=True, exist_ok=True)
-        target = self.path / name
-        tmp = self.path / f".{name}.tmp{os.getpid()}"
-        with open(tmp, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, target)
-        dir_fd = os.open(self.path, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        write_atomically(self.path / name, data)
 
     def read(self, name: str) -> bytes:
         return (self.path / name).read_bytes()

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 
 from deltalake import DeltaTable
 
+from streaming.atomic_file import write_atomically
 from streaming.delta.table_reader import latest_commit_of
 from streaming.kafka import offsets as off
 from streaming.run.deployment import Deployment
-from streaming.versions.atomic_file import write_atomically
 from streaming.versions.live_pointer import live_version
 
 

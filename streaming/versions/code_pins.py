@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
+from streaming.atomic_file import write_atomically
 from streaming.define.pipeline import Pipeline
 from streaming.errors import VersionError
 from streaming.home import Home
 from streaming.run.deployment import Deployment
-from streaming.versions.atomic_file import write_atomically
 
 
 class PinnedCodeError(VersionError):

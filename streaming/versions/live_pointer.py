@@ -20,11 +20,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from streaming.atomic_file import write_atomically
 from streaming.define.names import validate_pipeline_name, validate_version
 from streaming.errors import VersionError
 from streaming.home import Home
 from streaming.run.deployment import Deployment
-from streaming.versions.atomic_file import write_atomically
 
 
 class NoLiveVersionError(VersionError, LookupError):

@@ -1,0 +1,27 @@
+"""Replacing a small file so that readers see the old or the new content, never a mix."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def write_atomically(path: Path, content: str | bytes) -> None:
+    """Write ``content`` to a hidden temporary file beside ``path``, fsync it, rename it over
+    ``path`` and fsync the directory, so the change is whole and survives a crash.
+
+    The temporary name starts with a dot so directory listings that skip hidden names never
+    see a half-written file.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.parent / f".{path.name}.tmp{os.getpid()}"
+    with open(tmp, "wb") as handle:
+        handle.write(content.encode() if isinstance(content, str) else content)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
