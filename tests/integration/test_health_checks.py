@@ -7,7 +7,7 @@ import threading
 from typing import Any
 
 import pytest
-from dagster import AssetKey
+from dagster import AssetKey, DagsterInstance
 
 from assets.checks.health import check_evaluations
 from kappa.testing.producing import customer_changes, send
@@ -42,7 +42,8 @@ class _Recorder:
 
 def _verdicts(snapshot: Snapshot) -> dict[str, bool]:
     key = AssetKey(["tables", "customers"])
-    return {e.check_name: e.passed for e in check_evaluations(key, snapshot)}
+    with DagsterInstance.ephemeral() as instance:
+        return {e.check_name: e.passed for e in check_evaluations(instance, key, snapshot)}
 
 
 def test_lag_and_freshness_turn_red_then_green(spark, settings, broker):
