@@ -21,14 +21,9 @@ from streaming.define.topic import Topic
 from streaming.errors import DefineError
 from streaming.operators import (
     DELETE,
-    AsOfJoin,
-    BatchError,
-    Compaction,
-    IntervalJoin,
     Operator,
-    OperatorConfigError,
+    OperatorError,
     Source,
-    WindowedAggregate,
 )
 
 DEFAULT_GRACE = timedelta(minutes=10)
@@ -93,29 +88,10 @@ class Plan:
 
     def operator_schema(self) -> pa.Schema:
         """The operator's output rows, before the row-wise steps."""
-        empty = {topic.name: _records(topic) for topic in self.inputs}
-        if isinstance(self.operator, AsOfJoin):
-            stream = empty[self.operator.stream.name].schema
-            table = empty[self.operator.table.name].schema
-            try:
-                return self.operator._row_schema(stream, table)
-            except (BatchError, OperatorConfigError) as exc:
-                raise DefineError(str(exc)) from None
-        if isinstance(self.operator, IntervalJoin):
-            left = empty[self.operator.left.name].schema
-            right = empty[self.operator.right.name].schema
-            try:
-                return self.operator._row_schema(left, right)
-            except (BatchError, OperatorConfigError) as exc:
-                raise DefineError(str(exc)) from None
-        if isinstance(self.operator, WindowedAggregate):
-            records = empty[self.operator.source.name]
-            records = records.append_column("_time", pa.array([], pa.int64()))
-            return self.operator._row_schema(records, records.schema)
-        if isinstance(self.operator, Compaction):
-            return self.operator.output_schema(empty[self.operator.source.name].schema)
-        msg = f"no table schema for operator {type(self.operator).__name__}"
-        raise DefineError(msg)
+        try:
+            return self.operator.output_schema({t.name: _records(t) for t in self.inputs})
+        except OperatorError as exc:
+            raise DefineError(str(exc)) from None
 
     def table_schema(self) -> pa.Schema:
         """The output table's schema: key columns first."""
@@ -160,13 +136,13 @@ class Plan:
         return "\n".join(parts)
 
 
-def _records(topic: Topic) -> pa.Table:
-    """An empty records table of ``topic`` as an operator reads it."""
+def _records(topic: Topic) -> pa.Schema:
+    """The records schema of ``topic`` as an operator reads it."""
     schema = topic.schema()
     meta = [("_partition", pa.int32()), ("_offset", pa.int64()), ("_timestamp", pa.int64())]
     if topic.changelog:
         meta.append((DELETE, pa.bool_()))
-    return pa.schema([*schema, *meta]).empty_table()
+    return pa.schema([*schema, *meta])
 
 
 def column_names(value: str | tuple[str, ...]) -> tuple[str, ...]:

@@ -125,6 +125,9 @@ class AsOfJoin:
         self._check_clash(names)
         return names
 
+    def output_schema(self, inputs: Mapping[str, pa.Schema]) -> pa.Schema:
+        return self._row_schema(inputs[self.stream.name], inputs[self.table.name])
+
     def _row_schema(self, stream: pa.Schema, table: pa.Schema) -> pa.Schema:
         fields = [stream.field(name) for name in self._stream_output(stream)]
         for source_name, output in self.table_columns.items():

@@ -9,6 +9,7 @@ keys ever seen, as the table does.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -55,8 +56,8 @@ class Compaction:
     def initial_state(self) -> State:
         return {CLOCK: empty_clock()}
 
-    def output_schema(self, records: pa.Schema) -> pa.Schema:
-        """The output row schema for an input of schema ``records``."""
+    def output_schema(self, inputs: Mapping[str, pa.Schema]) -> pa.Schema:
+        records = inputs[self.source.name]
         values = self.columns or [
             name for name in value_columns(records.empty_table()) if name not in self.key_columns
         ]
@@ -67,7 +68,7 @@ class Compaction:
         arrivals = arrive(state.get(CLOCK), batch, [self.source], grace_ms=None)
         transition = Transition(state)
         transition.replace(CLOCK, arrivals.clock, arrivals.clock_delta)
-        schema = self.output_schema(batch.records[self.source.name].schema)
+        schema = self.output_schema({self.source.name: batch.records[self.source.name].schema})
         records = arrivals.records[self.source.name]
         if records.num_rows == 0:
             return Step(

@@ -61,6 +61,16 @@ class GroupAggregate:
     def initial_state(self) -> State:
         return {CLOCK: empty_clock()}
 
+    def output_schema(self, inputs: Mapping[str, pa.Schema]) -> pa.Schema:
+        source = inputs[self.source.name]
+        partials = record_partials(source.empty_table(), self.aggregations, list(self.key_columns))
+        return pa.table(
+            {
+                **{name: partials.column(name) for name in self.key_columns},
+                **finals(partials, self.aggregations, source),
+            }
+        ).schema
+
     def step(self, state: State, batch: Batch) -> Step:
         arrivals = arrive(state.get(CLOCK), batch, [self.source], grace_ms=None)
         transition = Transition(state)

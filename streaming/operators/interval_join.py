@@ -141,6 +141,9 @@ class IntervalJoin:
         self._check_clash(names)
         return names
 
+    def output_schema(self, inputs: Mapping[str, pa.Schema]) -> pa.Schema:
+        return self._row_schema(inputs[self.left.name], inputs[self.right.name])
+
     def _row_schema(self, left: pa.Schema, right: pa.Schema) -> pa.Schema:
         fields = [left.field(name) for name in self._left_output(left)]
         for source_name, output in self.right_columns.items():

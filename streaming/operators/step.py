@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -43,6 +44,13 @@ class Operator(Protocol):
 
     def initial_state(self) -> State:
         """The state before the first batch."""
+        ...
+
+    def output_schema(self, inputs: Mapping[str, pa.Schema]) -> pa.Schema:
+        """The output rows' schema for inputs whose records have these schemas (by input name).
+
+        Raises ``OperatorError`` when an input lacks a column the operator needs.
+        """
         ...
 
     def step(self, state: State, batch: Batch) -> Step:

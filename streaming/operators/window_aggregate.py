@@ -109,6 +109,12 @@ class WindowedAggregate:
         columns.update(finals(partials, self.aggregations, source_schema))
         return pa.table(columns)
 
+    def output_schema(self, inputs: Mapping[str, pa.Schema]) -> pa.Schema:
+        records = inputs[self.source.name].empty_table()
+        if TIME not in records.column_names:
+            records = records.append_column(TIME, pa.array([], pa.int64()))
+        return self._row_schema(records, records.schema)
+
     def _row_schema(self, records: pa.Table, source_schema: pa.Schema) -> pa.Schema:
         probe = record_partials(records.slice(0, 0), self.aggregations, list(self.key_columns))
         probe = probe.append_column(START, pa.array([], pa.int64()))

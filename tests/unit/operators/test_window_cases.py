@@ -184,3 +184,18 @@ def test_compaction_a_tombstone_deletes_and_a_later_record_recreates() -> None:
 def test_bad_window_settings_fail_at_construction(build, message) -> None:
     with pytest.raises(OperatorConfigError, match=message):
         build()
+
+
+@pytest.mark.parametrize(
+    "operator",
+    [
+        GroupAggregate(Source("e", time="ts"), ("k",), {"n": Count(), "top": Max("amount")}),
+        agg(Tumbling(20), aggregations={"n": Count(), "avg": Mean("amount"), "q": Latest("q")}),
+    ],
+    ids=["group", "windowed"],
+)
+def test_the_declared_output_schema_is_the_schema_of_the_rows_written(operator) -> None:
+    batch = rows(1, 2, 30)
+    written = Feed(operator, {"e": [0]}).send(e=batch)
+    declared = operator.output_schema({"e": batch.schema})
+    assert written.schema.remove(written.schema.get_field_index("_delete")) == declared
