@@ -18,22 +18,17 @@ import pyarrow.compute as pc
 from streaming.define.pipeline import Pipeline
 from streaming.define.plan import Plan
 from streaming.define.topic import Topic
+from streaming.kafka.reader import arrow_schema
 from streaming.kafka.value_decoder import ValueDecoder
 from streaming.operators import Batch
 from streaming.run.deployment import Deployment
 from streaming.state import State, StateStore
 
-RAW_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp")
+# The record columns a plan reads: the Kafka source's, without the timestamp type.
 RAW_SCHEMA = pa.schema(
-    [
-        ("key", pa.binary()),
-        ("value", pa.binary()),
-        ("topic", pa.string()),
-        ("partition", pa.int32()),
-        ("offset", pa.int64()),
-        ("timestamp", pa.timestamp("us", tz="UTC")),
-    ]
+    [f for f in arrow_schema(include_headers=False) if f.name != "timestampType"]
 )
+RAW_COLUMNS = tuple(RAW_SCHEMA.names)
 DEAD_SCHEMA = RAW_SCHEMA.append(pa.field("error", pa.string()))
 
 
