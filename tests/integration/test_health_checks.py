@@ -14,7 +14,7 @@ from kappa.testing.producing import customer_changes, send
 from streaming.define.registry import get_pipeline
 from streaming.run.deployment import Deployment
 from streaming.run.options import RunOptions
-from streaming.run.reporting import Snapshot
+from streaming.run.reporting import ENDS_MAX_AGE_S, Snapshot
 from streaming.run.runner import PipelineRunner
 from streaming.wait import wait_until
 
@@ -55,7 +55,9 @@ def test_lag_and_freshness_turn_red_then_green(spark, settings, broker):
         trigger_interval="40 seconds",
         report_every_s=0.5,
         lag_threshold=50,
-        stall_after_s=5.0,
+        # reports reuse log ends up to ENDS_MAX_AGE_S old, so waiting input shows that late:
+        # stalling must come after it for the lagging state to be seen first
+        stall_after_s=ENDS_MAX_AGE_S + 5.0,
     )
     recorder, stop = _Recorder(), threading.Event()
     runner = PipelineRunner(
