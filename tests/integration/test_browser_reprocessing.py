@@ -11,7 +11,6 @@ step asserts on what the page shows; a screenshot per step goes to
 from __future__ import annotations
 
 import json
-import os
 import re
 import threading
 from collections.abc import Iterator
@@ -32,6 +31,7 @@ from tests.integration.browser import (
     materialize_one_partition,
 )
 from tests.integration.dagster_platform import Platform, running_platform
+from tests.integration.user_code import customers_module, user_package
 
 pytestmark = [
     pytest.mark.integration,
@@ -42,32 +42,13 @@ pytestmark = [
 ]
 
 MODULE = "ui_flow_pipelines.customers"
-CODE = '''"""customers, as a user's pipeline module (written by the test)."""
-from dataclasses import replace
-
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
-
-from pipelines import customers as base
-from quality.rules import ComparisonPolicy
-
-VERSION = "{version}"
-
-
-def transform(records: DataFrame) -> DataFrame:
-    rows = base.transform(records)
-    return rows{change}
-
-
-PIPELINE = replace(base.PIPELINE, version=VERSION, transform=transform{policy})
-'''
 UPPER = '.withColumn("name", F.upper(F.col("name")))'
-V1 = CODE.format(version="v1", change="", policy="")
-V2 = CODE.format(version="v2", change=UPPER, policy="")
-V3 = CODE.format(
-    version="v3",
+V1 = customers_module("v1")
+V2 = customers_module("v2", change=UPPER)
+V3 = customers_module(
+    "v3",
     change=UPPER,
-    policy=', comparison=ComparisonPolicy(expected_changed_columns=frozenset({"name"}))',
+    options=', comparison=ComparisonPolicy(expected_changed_columns=frozenset({"name"}))',
 )
 TIMEOUT_MS = 60_000
 REASON = r"column name matches for [\d.]+% of keys"
@@ -75,20 +56,8 @@ REASON = r"column name matches for [\d.]+% of keys"
 
 @pytest.fixture(scope="module")
 def code_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    root = tmp_path_factory.mktemp("user_code")
-    package = root / "ui_flow_pipelines"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "customers.py").write_text(V1)
-    saved = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), saved) if p)
-    try:
+    with user_package(tmp_path_factory.mktemp("user_code"), "ui_flow_pipelines", V1) as package:
         yield package
-    finally:
-        if saved is None:
-            os.environ.pop("PYTHONPATH", None)
-        else:
-            os.environ["PYTHONPATH"] = saved
 
 
 class Producer(threading.Thread):

@@ -10,7 +10,6 @@ auto) -> readers see v2 -> rollback job -> readers see v1 -> promote job -> reti
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,50 +27,23 @@ from streaming.versions.live_pointer import history, live_table_path, live_versi
 from streaming.versions.promotion import comparison_offsets
 from streaming.wait import wait_until
 from tests.integration.dagster_platform import Platform, running_platform
+from tests.integration.user_code import customers_module, user_package
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 MODULE = "e2e_pipelines.customers"
-CODE = '''"""customers, as a user's pipeline module (written by the test)."""
-from dataclasses import replace
-
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
-
-from pipelines import customers as base
-
-VERSION = "{version}"
-
-
-def transform(records: DataFrame) -> DataFrame:
-    rows = base.transform(records)
-    return rows{change}
-
-
-PIPELINE = replace(base.PIPELINE, version=VERSION, transform=transform, promotion="auto")
-'''
-V1 = CODE.format(version="v1", change="")
+V1 = customers_module("v1", options=', promotion="auto"')
 # v2 normalises emails (already lower-case in the data): a refactor that must compare clean.
-V2 = CODE.format(version="v2", change='.withColumn("email", F.lower(F.col("email")))')
+V2 = customers_module(
+    "v2", change='.withColumn("email", F.lower(F.col("email")))', options=', promotion="auto"'
+)
 FAST = {"mode": "continuous", "trigger_interval": "0.5 seconds", "report_every_s": 2.0}
 
 
 @pytest.fixture(scope="module")
 def code_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    root = tmp_path_factory.mktemp("user_code")
-    package = root / "e2e_pipelines"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "customers.py").write_text(V1)
-    saved = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), saved) if p)
-    try:
+    with user_package(tmp_path_factory.mktemp("user_code"), "e2e_pipelines", V1) as package:
         yield package
-    finally:
-        if saved is None:
-            os.environ.pop("PYTHONPATH", None)
-        else:
-            os.environ["PYTHONPATH"] = saved
 
 
 @pytest.fixture(scope="module")
