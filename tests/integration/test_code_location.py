@@ -9,12 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from dagster import AssetKey, DagsterEventType, DagsterInstance, materialize
+from dagster import DagsterEventType
 
-from assets.definitions import defs
-from assets.partitions import versions_partitions_name
-from assets.resources import KappaSettings, spark_resource
 from streaming.settings import REPO_ROOT
+from tests.integration.materializing import materialize_table
 
 pytestmark = pytest.mark.integration
 
@@ -67,30 +65,8 @@ def test_bad_pipeline_modules_fail_the_code_location_with_what_to_fix(settings, 
 
 
 def test_an_unsafe_version_partition_fails_before_touching_disk(settings):
-    definitions = defs()
-    table = next(
-        a
-        for a in definitions.assets
-        if getattr(a, "key", None) == AssetKey(["tables", "customers"])
-    )
-    os.environ.update(settings.to_env())
-    try:
-        # The version is the table asset's partition: an unsafe one added by hand.
-        instance = DagsterInstance.ephemeral()
-        instance.add_dynamic_partitions(versions_partitions_name("customers"), ["../../etc"])
-        result = materialize(
-            [table],
-            instance=instance,
-            partition_key="../../etc",
-            resources={
-                "kappa": KappaSettings(home=str(settings.home)),
-                "spark": spark_resource(settings),
-            },
-            raise_on_error=False,
-        )
-    finally:
-        for key in settings.to_env():
-            os.environ.pop(key, None)
+    # The version is the table asset's partition: an unsafe one added by hand.
+    result = materialize_table(settings, "customers", version="../../etc", mode=None)
     assert not result.success
     types = [e.event_type for e in result.all_events]
     assert DagsterEventType.STEP_UP_FOR_RETRY not in types  # retrying cannot fix a bad config

@@ -3,64 +3,29 @@ with its cause and the log's tail, and is not retried (a crash would be)."""
 
 from __future__ import annotations
 
-import os
-
 import pytest
-from dagster import AssetKey, DagsterEventType, DagsterInstance, materialize
+from dagster import DagsterEventType, DagsterInstance
 
-from assets.definitions import defs
-from assets.partitions import versions_partitions_name
-from assets.resources import KappaSettings, spark_resource
 from kappa.testing.producing import send, transactions
 from kappa.testing.reference import replay, spend_state
 from kappa.testing.settings import private_settings
 from tests.integration.helpers import table_rows
+from tests.integration.materializing import materialize_table
 
 pytestmark = pytest.mark.integration
-
-
-def _materialize_spend(settings, instance: DagsterInstance):  # type: ignore[no-untyped-def]
-    return _materialize(settings, instance, "customer_spend")
-
-
-def _materialize(settings, instance: DagsterInstance, pipeline: str):  # type: ignore[no-untyped-def]
-    os.environ.update(settings.to_env())  # the definitions read their settings too
-    try:
-        definitions = defs()
-        table = next(
-            a
-            for a in definitions.assets
-            if getattr(a, "key", None) == AssetKey(["tables", pipeline])
-        )
-        # The version is the table asset's partition, added first as the UI does.
-        instance.add_dynamic_partitions(versions_partitions_name(pipeline), ["v1"])
-        return materialize(
-            [table],
-            instance=instance,
-            partition_key="v1",
-            resources={
-                "kappa": KappaSettings(home=str(settings.home)),
-                "spark": spark_resource(settings),
-            },
-            run_config={"ops": {f"tables__{pipeline}": {"config": {"mode": "until_caught_up"}}}},
-            raise_on_error=False,
-        )
-    finally:
-        for key in settings.to_env():
-            os.environ.pop(key, None)
 
 
 def test_data_loss_fails_the_step_with_cause_and_log_tail_and_is_not_retried(settings, broker):
     instance = DagsterInstance.ephemeral()
     send(settings, transactions(300, seed=60))
-    assert _materialize_spend(settings, instance).success
+    assert materialize_table(settings, "customer_spend", instance=instance).success
     before = table_rows(settings, "customer_spend")
     assert before == spend_state(replay(settings.kafka.bootstrap_servers, "transactions"))
 
     broker.stop()  # the in-memory broker forgets every topic
     broker.start()
     send(settings, transactions(50, seed=61))  # the log now ends below the checkpoint
-    result = _materialize_spend(settings, instance)
+    result = materialize_table(settings, "customer_spend", instance=instance)
 
     assert not result.success
     types = [e.event_type for e in result.all_events]
@@ -78,7 +43,7 @@ def test_data_loss_fails_the_step_with_cause_and_log_tail_and_is_not_retried(set
 def test_a_crash_is_retried_with_backoff_then_fails_with_its_cause_and_log_tail(tmp_path):
     """No broker: every attempt exits at once (code 2), so only the retry schedule takes time."""
     settings = private_settings(tmp_path / "home", **{"dagster.retry_delay_s": 0.5})
-    result = _materialize(settings, DagsterInstance.ephemeral(), "customers")
+    result = materialize_table(settings, "customers")
     assert not result.success
     events = result.all_events
     retries = [e for e in events if e.event_type == DagsterEventType.STEP_UP_FOR_RETRY]

@@ -7,14 +7,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from dagster import AssetKey, DagsterInstance, PathMetadataValue, materialize
+from dagster import AssetKey, PathMetadataValue
 
 from assets.definitions import defs
-from assets.resources import KappaSettings, spark_resource
 from kappa.testing.producing import customer_changes, send
 from kappa.testing.reference import customers_state, replay
 from streaming.settings import REPO_ROOT
 from tests.integration.helpers import table_rows
+from tests.integration.materializing import materialize_table
 
 
 def test_definitions_load_with_topics_upstream_of_tables():
@@ -50,33 +50,9 @@ def test_stdlib_platform_module_is_not_shadowed():
 @pytest.mark.integration
 def test_materializing_a_table_runs_the_pipeline_and_reports_metadata(settings, broker, tmp_path):
     send(settings, customer_changes(2000, seed=12))
-    definitions = defs()
-    table = next(
-        a
-        for a in definitions.assets
-        if getattr(a, "key", None) == AssetKey(["tables", "customers"])
+    result = materialize_table(
+        settings, "customers", checks=("quality_suite",), raise_on_error=True
     )
-    import os
-
-    os.environ.update(settings.to_env())
-    try:
-        instance = DagsterInstance.ephemeral()
-        instance.add_dynamic_partitions("customers_versions", ["v1"])
-        check = next(
-            c
-            for c in definitions.asset_checks
-            if any(k.name == "quality_suite" and k.asset_key == table.key for k in c.check_keys)
-        )
-        result = materialize(
-            [table, check],
-            partition_key="v1",
-            instance=instance,
-            resources=_resources(settings),
-            run_config={"ops": {"tables__customers": {"config": {"mode": "until_caught_up"}}}},
-        )
-    finally:
-        for key in settings.to_env():
-            os.environ.pop(key, None)
     assert result.success
     mat = result.asset_materializations_for_node("tables__customers")[-1]
     assert mat.partition == "v1"
@@ -99,10 +75,6 @@ def test_materializing_a_table_runs_the_pipeline_and_reports_metadata(settings, 
     assert check_meta["row_count"] == len(expected)
     assert check_meta["expectations_failed"] == 0
     assert Path(check_meta["data_docs_index"]).exists()
-
-
-def _resources(settings):  # type: ignore[no-untyped-def]
-    return {"kappa": KappaSettings(home=str(settings.home)), "spark": spark_resource(settings)}
 
 
 def test_lineage_runs_from_topics_through_tables_and_published_topics_to_reports():
