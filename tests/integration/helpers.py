@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Mapping
 from typing import Any
 
 from kappa.testing.reference import table_state
 from streaming.define.registry import get_pipeline
-from streaming.delta.table_reader import read_arrow
+from streaming.delta.table_reader import commits, read_arrow
 from streaming.run.deployment import Deployment
 from streaming.run.options import RunOptions
 from streaming.run.reporting import Snapshot
 from streaming.run.runner import PipelineRunner
-from streaming.settings import Settings
+from streaming.settings import REPO_ROOT, Settings
+from streaming.wait import wait_until
 
 
 def run_until_caught_up(spark: Any, settings: Settings, name: str, **options: Any) -> Snapshot:
@@ -31,3 +37,60 @@ def table_rows(settings: Settings, name: str, version: str = "v1") -> dict[str, 
     pipeline = get_pipeline(settings.pipelines, name)
     path = Deployment(name, version, settings.home).table_path
     return table_state(read_arrow(path).to_pylist(), pipeline.table.key)
+
+
+def committed_batches(settings: Settings, name: str, version: str = "v1") -> int:
+    """How many commits the version's table has (0 before it exists)."""
+    try:
+        return len(commits(Deployment(name, version, settings.home).table_path))
+    except FileNotFoundError:
+        return 0
+
+
+def kill_mid_run(
+    settings: Settings, name: str, max_offsets: int, batches: int, timeout_s: float = 180
+) -> int:
+    """Run the pipeline as its own process tree (`python -m streaming run`, ``max_offsets`` per
+    batch), SIGKILL the driver, its JVM and its Python workers once the table has ``batches``
+    commits, and return how many it had when killed."""
+    cmd = [sys.executable, "-m", "streaming", "run", name, "--until-caught-up"]
+    proc = subprocess.Popen(
+        [*cmd, "--max-offsets-per-trigger", str(max_offsets)],
+        env={**os.environ, **settings.to_env()},
+        cwd=REPO_ROOT,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert wait_until(
+            lambda: committed_batches(settings, name) >= batches or proc.poll() is not None,
+            timeout_s=timeout_s,
+        ), "the pipeline never committed"
+        assert proc.poll() is None, proc.stderr.read().decode()[-3000:] if proc.stderr else ""
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    return committed_batches(settings, name)
+
+
+def kappa(
+    settings: Settings,
+    *args: str,
+    stdin: str = "",
+    env: Mapping[str, str] | None = None,
+    timeout: float = 300,
+) -> subprocess.CompletedProcess[str]:
+    """``python -m kappa.cli *args`` with the settings (and ``env``) in its environment, its
+    output captured as text."""
+    return subprocess.run(
+        [sys.executable, "-m", "kappa.cli", *args],
+        env={**os.environ, **settings.to_env(), **(env or {})},
+        cwd=REPO_ROOT,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )

@@ -13,18 +13,7 @@ import pytest
 from kappa.testing.producing import customer_changes, send, transactions
 from kappa.testing.reference import customers_state, replay, spend_state
 from streaming.settings import REPO_ROOT
-
-
-def kappa(settings, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:  # type: ignore[no-untyped-def]
-    env = {**os.environ, **settings.to_env()}
-    return subprocess.run(
-        [sys.executable, "-m", "kappa.cli", *args],
-        env=env,
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+from tests.integration.helpers import kappa
 
 
 def _one_line_error(result: subprocess.CompletedProcess[str]) -> str:

@@ -2,33 +2,18 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import pytest
 
 from kappa.testing.producing import customer_changes, send
 from kappa.testing.reference import customers_state, replay
 from kappa.testing.report_table import table_with
 from streaming.run.deployment import Deployment
-from streaming.settings import REPO_ROOT, Settings
+from streaming.settings import Settings
 from streaming.wait import wait_until
 from tests.integration.dagster_platform import running_platform
-from tests.integration.helpers import table_rows
+from tests.integration.helpers import kappa, table_rows
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
-
-
-def _kappa(settings: Settings, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "kappa.cli", *args],
-        env={**os.environ, **settings.to_env()},
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 def _rows(settings: Settings) -> dict | None:
@@ -39,7 +24,7 @@ def _rows(settings: Settings) -> dict | None:
 
 
 def _listed(settings: Settings) -> dict[str, dict[str, str]]:
-    listed = _kappa(settings, "deployments", "list")
+    listed = kappa(settings, "deployments", "list")
     assert listed.returncode == 0, listed.stderr
     rows = table_with(listed.stdout, "pipeline")
     return {r["pipeline"]: {k: v for k, v in r.items() if k != "pipeline"} for r in rows}
@@ -54,7 +39,7 @@ def test_deploy_then_stop(tmp_path):
         settings = platform.settings
         send(settings, customer_changes(300, seed=31))
 
-        deployed = _kappa(settings, "deploy", "customers")
+        deployed = kappa(settings, "deploy", "customers")
         assert deployed.returncode == 0, deployed.stderr
         run_id = _run_id(deployed.stdout)
         assert wait_until(lambda: platform.holder_pid("customers") is not None, 120, 0.5)
@@ -80,17 +65,17 @@ def test_deploy_then_stop(tmp_path):
         assert wait_until(listed_as_expected, 60, 1.0), _listed(settings)
         assert _listed(settings)["customer_spend"]["status"] == "not running"
 
-        again = _kappa(settings, "deploy", "customers")
+        again = kappa(settings, "deploy", "customers")
         assert again.returncode == 2
         assert f"customers v1 is already running (run {run_id})" in again.stderr
 
-        stopped = _kappa(settings, "stop", "customers")
+        stopped = kappa(settings, "stop", "customers")
         assert stopped.returncode == 0, stopped.stderr
         platform.wait_status(run_id, {"CANCELED"}, 60)
         assert platform.holder_pid("customers") is None
         assert _listed(settings)["customers"]["status"] == "not running"
 
-        once = _kappa(
+        once = kappa(
             settings, "deploy", "customers", "--version", "v2", "--mode", "until_caught_up"
         )
         assert once.returncode == 0, once.stderr
@@ -98,5 +83,5 @@ def test_deploy_then_stop(tmp_path):
         assert table_rows(settings, "customers", "v2") == customers_state(log)
         assert Deployment("customers", "v2", settings.home).checkpoint_path.exists()
 
-        unknown = _kappa(settings, "deploy", "orders")
+        unknown = kappa(settings, "deploy", "orders")
         assert unknown.returncode == 2 and "orders" in unknown.stderr

@@ -3,32 +3,15 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import pytest
 
 from kappa.broker import EmbeddedBroker
 from kappa.log_check import EXIT_LOG_LOST, find_shortfalls
 from kappa.testing.producing import customer_changes, send
 from streaming.run.deployment import Deployment
-from streaming.settings import REPO_ROOT, Settings
-from tests.integration.helpers import run_until_caught_up
+from tests.integration.helpers import kappa, run_until_caught_up
 
 pytestmark = pytest.mark.integration
-
-
-def _kappa(settings: Settings, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "kappa.cli", *args],
-        env={**os.environ, **settings.to_env()},
-        cwd=REPO_ROOT,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 def test_up_on_a_restarted_memory_broker_says_so_once_and_deletes_nothing(spark, settings):
@@ -42,7 +25,7 @@ def test_up_on_a_restarted_memory_broker_says_so_once_and_deletes_nothing(spark,
     deployment = Deployment("customers", "v1", settings.home)
     state = [deployment.table_path, deployment.checkpoint_path]
 
-    up = _kappa(settings, "up", "--no-producer")
+    up = kappa(settings, "up", "--no-producer")
 
     assert up.returncode == EXIT_LOG_LOST, up.stdout + up.stderr
     assert up.stderr.count("is shorter than what 1 deployment(s) have already read") == 1
@@ -52,11 +35,11 @@ def test_up_on_a_restarted_memory_broker_says_so_once_and_deletes_nothing(spark,
     assert all(p.exists() for p in state)
     assert not EmbeddedBroker(settings).status().running  # what up started, it stopped
 
-    declined = _kappa(settings, "reset", stdin="no\n")
+    declined = kappa(settings, "reset", stdin="no\n")
     assert declined.returncode == 1 and "nothing deleted" in declined.stdout
     assert all(p.exists() for p in state)
 
-    confirmed = _kappa(settings, "reset", stdin="reset\n")
+    confirmed = kappa(settings, "reset", stdin="reset\n")
     assert confirmed.returncode == 0, confirmed.stderr
     assert not any(p.exists() for p in state)
     broker.start()

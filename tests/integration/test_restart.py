@@ -29,7 +29,7 @@ from streaming.delta.table_reader import latest_commit
 from streaming.run.deployment import Deployment
 from streaming.settings import REPO_ROOT, Settings
 from streaming.wait import wait_until
-from tests.integration.helpers import table_rows
+from tests.integration.helpers import kappa, table_rows
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -80,14 +80,7 @@ class Platform:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def kappa(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "kappa.cli", *args],
-            env={**os.environ, **self.settings.to_env()},
-            cwd=REPO_ROOT,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        return kappa(self.settings, *args, timeout=120)
 
     @property
     def output(self) -> str:

@@ -3,16 +3,13 @@ the files it writes (logs, tables, checkpoints), not in Dagster's storage and me
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from kappa.testing.producing import customer_changes, send
-from streaming.settings import REPO_ROOT
 from tests.integration.dagster_platform import running_platform
+from tests.integration.helpers import kappa
 
 pytestmark = pytest.mark.integration
 
@@ -39,35 +36,19 @@ def _files_containing(root: Path, needle: str) -> list[str]:
     return found
 
 
-def _kappa(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "kappa.cli", *args],
-        env=env,
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-
-
 def test_cli_output_debug_output_and_files_never_show_a_secret(settings, broker):
     send(settings, customer_changes(300, seed=90))
-    env = {**os.environ, **settings.to_env(), "KAPPA_KAFKA_SSL_KEY_PASSWORD": SECRET}
+    env = {"KAPPA_KAFKA_SSL_KEY_PASSWORD": SECRET}
+    flag = f"sasl.password={SECRET}"
     runs = [
-        _kappa(
-            env,
-            "--debug",
-            "--kafka",
-            f"sasl.password={SECRET}",
-            "run",
-            "customers",
-            "--until-caught-up",
+        kappa(
+            settings, "--debug", "--kafka", flag, "run", "customers", "--until-caught-up", env=env
         ),
-        _kappa(env, "--kafka", f"sasl.password={SECRET}", "table", "show", "customers"),
+        kappa(settings, "--kafka", flag, "table", "show", "customers", env=env),
         # failures, with and without the traceback
-        _kappa(env, "--kafka", f"sasl.password={SECRET}", "run", "nope", "--until-caught-up"),
-        _kappa(env, "--debug", "--kafka", f"sasl.password={SECRET}", "table", "show", "nope"),
-        _kappa(env, "--debug", "--kafka", f"sasl.password={SECRET}", "--kafka", "bad", "tables"),
+        kappa(settings, "--kafka", flag, "run", "nope", "--until-caught-up", env=env),
+        kappa(settings, "--debug", "--kafka", flag, "table", "show", "nope", env=env),
+        kappa(settings, "--debug", "--kafka", flag, "--kafka", "bad", "tables", env=env),
     ]
     assert runs[0].returncode == 0, runs[0].stderr[-3000:]
     assert runs[1].returncode == 0 and "customer_id" in runs[1].stdout

@@ -5,10 +5,6 @@ after a SIGKILL mid-run; exactly the late records are dead-lettered as ``late``.
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 from typing import Any
 
 import pytest
@@ -17,9 +13,7 @@ from kappa.testing.enrichment import enriched_reference, replay_stamped
 from kappa.testing.producing import fraud_events, send
 from streaming.delta.table_reader import commits, read_arrow
 from streaming.run.deployment import Deployment
-from streaming.settings import REPO_ROOT
-from streaming.wait import wait_until
-from tests.integration.helpers import run_until_caught_up
+from tests.integration.helpers import kill_mid_run, run_until_caught_up
 
 pytestmark = pytest.mark.integration
 
@@ -85,33 +79,7 @@ def test_batch_caps_give_the_definition_at_equal_offsets(spark, settings, broker
 
 def test_sigkill_mid_run_then_resume_equals_the_reference(spark, settings, broker):
     send(settings, fraud_events(6000, seed=23))
-    path = Deployment(NAME, "v1", settings.home).table_path
-
-    def committed() -> int:
-        try:
-            return len(commits(path))
-        except FileNotFoundError:
-            return 0
-
-    cmd = [sys.executable, "-m", "streaming", "run", NAME, "--until-caught-up"]
-    cmd += ["--max-offsets-per-trigger", "150"]
-    proc = subprocess.Popen(
-        cmd,
-        env={**os.environ, **settings.to_env()},
-        cwd=REPO_ROOT,
-        start_new_session=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        assert wait_until(lambda: committed() >= 4 or proc.poll() is not None, timeout_s=240)
-        assert proc.poll() is None, proc.stderr.read().decode()[-3000:] if proc.stderr else ""
-        os.killpg(proc.pid, signal.SIGKILL)  # the driver, its JVM and its Python workers
-        proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-    killed_at = committed()
+    killed_at = kill_mid_run(settings, NAME, max_offsets=150, batches=4, timeout_s=240)
     assert 4 <= killed_at < 40
 
     run_until_caught_up(spark, settings, NAME, max_offsets_per_trigger=1000)
