@@ -12,7 +12,7 @@ candidate (live, retained) has nothing to compare: its checks say so and pass.
 
 # No `from __future__ import annotations`: Dagster inspects the check function's annotations.
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from datetime import UTC, datetime
 from typing import Any
@@ -113,19 +113,32 @@ def comparison_evaluations(
     version = result.new_name
     target = check_target(instance, key, version)
     return [
-        AssetCheckEvaluation(
-            asset_key=key,
-            check_name=name,
-            passed=passed,
-            severity=AssetCheckSeverity.ERROR,
-            description=text,
-            metadata=metadata,
-            blocking=True,
-            partition=version,
-            target_materialization_data=target,
-        )
+        _verdict(key, name, version, target, passed, text, metadata)
         for name, passed, text, metadata in check_outcomes(settings, result)
     ]
+
+
+def _verdict(
+    key: AssetKey,
+    name: str,
+    version: str,
+    target: Any,
+    passed: bool,
+    description: str,
+    metadata: Mapping[str, Any],
+) -> AssetCheckEvaluation:
+    """A blocking comparison check's evaluation on the candidate's partition."""
+    return AssetCheckEvaluation(
+        asset_key=key,
+        check_name=name,
+        passed=passed,
+        severity=AssetCheckSeverity.ERROR,
+        description=description,
+        metadata=metadata,
+        blocking=True,
+        partition=version,
+        target_materialization_data=target,
+    )
 
 
 def not_a_candidate(versions: PipelineVersions, version: str) -> str | None:
@@ -179,16 +192,8 @@ def settled_gate_evaluations(
             description = (last.description or "").removesuffix(CARRIED) + CARRIED
             metadata = dict(last.metadata)
         settled.append(
-            AssetCheckEvaluation(
-                asset_key=context.asset_key,
-                check_name=name,
-                passed=passed,
-                severity=AssetCheckSeverity.ERROR,
-                description=description,
-                metadata=metadata,
-                blocking=True,
-                partition=deployment.version,
-                target_materialization_data=target,
+            _verdict(
+                context.asset_key, name, deployment.version, target, passed, description, metadata
             )
         )
     return settled
