@@ -1,7 +1,9 @@
-"""Running pipelines in tests and reading their tables back as plain dicts."""
+"""Running pipelines and the CLI in tests, writing tables as a run would, and reading them back
+as plain dicts."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -9,8 +11,12 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+import pyarrow as pa
+from deltalake import CommitProperties, write_deltalake
+
 from kappa.testing.reference import table_state
 from streaming.define.registry import get_pipeline
+from streaming.delta.commit_info import BATCH_ID, END_OFFSETS
 from streaming.delta.table_reader import commits, read_arrow
 from streaming.run.deployment import Deployment
 from streaming.run.options import RunOptions
@@ -94,3 +100,22 @@ def kappa(
         text=True,
         timeout=timeout,
     )
+
+
+def commit_customers(
+    settings: Settings, version: str, offsets: Mapping[int, int], batch: int = 0
+) -> Deployment:
+    """Append a one-row commit to the customers table of ``version``, recording batch ``batch``
+    at these end offsets of the customers topic (by partition), as a run's commit would."""
+    deployment = Deployment("customers", version, settings.home)
+    metadata = {
+        BATCH_ID: str(batch),
+        END_OFFSETS: json.dumps({"customers": {str(p): o for p, o in offsets.items()}}),
+    }
+    write_deltalake(
+        str(deployment.table_path),
+        pa.table({"customer_id": ["a"]}),
+        mode="append",
+        commit_properties=CommitProperties(custom_metadata=metadata),
+    )
+    return deployment

@@ -3,29 +3,20 @@ version once its rollback window has passed, and nothing else."""
 
 from __future__ import annotations
 
-import json
 import time
 
-import pyarrow as pa
 from dagster import DagsterInstance, build_schedule_context
-from deltalake import CommitProperties, write_deltalake
 
 from assets.definitions import defs
-from streaming.delta.commit_info import BATCH_ID, END_OFFSETS
 from streaming.run.deployment import Deployment
 from streaming.versions.live_pointer import history, live_version, switch
 from streaming.wait import wait_until
+from tests.integration.helpers import commit_customers
 
 
 def _built(settings, version: str) -> Deployment:  # type: ignore[no-untyped-def]
     """A deployment with a one-commit table and a checkpoint directory."""
-    deployment = Deployment("customers", version, settings.home)
-    metadata = {BATCH_ID: "0", END_OFFSETS: json.dumps({"customers": {"0": 10}})}
-    write_deltalake(
-        str(deployment.table_path),
-        pa.table({"customer_id": ["a"]}),
-        commit_properties=CommitProperties(custom_metadata=metadata),
-    )
+    deployment = commit_customers(settings, version, {0: 10})
     (deployment.checkpoint_path / "offsets").mkdir(parents=True)
     return deployment
 

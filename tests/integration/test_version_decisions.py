@@ -8,13 +8,10 @@ import json
 import sys
 import time
 
-import pyarrow as pa
 import pytest
-from deltalake import CommitProperties, write_deltalake
 
 from kappa.testing.producing import customer_changes, send
 from streaming.define.registry import get_pipeline, registry
-from streaming.delta.commit_info import BATCH_ID, END_OFFSETS
 from streaming.run.deployment import Deployment
 from streaming.settings import Settings
 from streaming.versions.alignment import LiveAlignment
@@ -23,21 +20,9 @@ from streaming.versions.decisions import candidate_to_launch, comparison_to_run
 from streaming.versions.live_pointer import claim_first, switch
 from streaming.versions.overview import overview
 from streaming.versions.retention import expired_versions
+from tests.integration.helpers import commit_customers
 
 pytestmark = pytest.mark.integration
-
-
-def _commit(settings: Settings, version: str, offsets: dict[int, int], batch: int = 0) -> None:
-    """A table commit at the given input offsets of the customers topic."""
-    path = Deployment("customers", version, settings.home).table_path
-    data = pa.table({"customer_id": ["a"]})
-    metadata = {
-        BATCH_ID: str(batch),
-        END_OFFSETS: json.dumps({"customers": {str(p): o for p, o in offsets.items()}}),
-    }
-    write_deltalake(
-        str(path), data, mode="append", commit_properties=CommitProperties(custom_metadata=metadata)
-    )
 
 
 def _v2(settings: Settings, monkeypatch: pytest.MonkeyPatch, **changes: object) -> None:
@@ -69,12 +54,12 @@ def test_candidate_is_compared_when_within_reach_and_not_twice(settings, monkeyp
     claim_first(settings.home, "customers", "v1", "first deployment")
     _v2(settings, monkeypatch, promotion="auto")
     pipeline = get_pipeline(settings.pipelines, "customers")
-    _commit(settings, "v1", {0: 400_000, 1: 400_000})
-    _commit(settings, "v2", {0: 100_000, 1: 0})
+    commit_customers(settings, "v1", {0: 400_000, 1: 400_000})
+    commit_customers(settings, "v2", {0: 100_000, 1: 0})
     waiting = comparison_to_run(settings, pipeline, "none")
     assert not waiting.act and "12.5% caught up (700000 records behind)" in waiting.reason
 
-    _commit(settings, "v2", {0: 400_000, 1: 380_000}, batch=1)
+    commit_customers(settings, "v2", {0: 400_000, 1: 380_000}, batch=1)
     decision = comparison_to_run(settings, pipeline, "none")
     assert decision.act and "auto promotion" in decision.reason
     assert not comparison_to_run(settings, pipeline, "active").act
@@ -86,7 +71,7 @@ def test_candidate_is_compared_when_within_reach_and_not_twice(settings, monkeyp
 
 def test_replaced_versions_expire_after_the_retention_window(settings):
     for version in ("v1", "v2", "v3"):
-        _commit(settings, version, {0: 10})
+        commit_customers(settings, version, {0: 10})
     switch(settings.home, "customers", "v1", "first")
     switch(settings.home, "customers", "v2", "promote")
     now = time.time()
@@ -97,8 +82,8 @@ def test_replaced_versions_expire_after_the_retention_window(settings):
 
 
 def test_overview_shows_live_candidates_progress_and_history(settings):
-    _commit(settings, "v1", {0: 100, 1: 100})
-    _commit(settings, "v2", {0: 100, 1: 50})
+    commit_customers(settings, "v1", {0: 100, 1: 100})
+    commit_customers(settings, "v2", {0: 100, 1: 50})
     switch(settings.home, "customers", "v1", "first deployment")
     view = overview(settings, "customers")
     assert view.live_version == "v1"
@@ -109,14 +94,15 @@ def test_overview_shows_live_candidates_progress_and_history(settings):
 
 
 def test_a_non_live_version_follows_the_live_commits(settings):
-    _commit(settings, "v1", {0: 30, 1: 12})
+    commit_customers(settings, "v1", {0: 30, 1: 12})
     switch(settings.home, "customers", "v1", "first")
     candidate = LiveAlignment(Deployment("customers", "v2", settings.home))
     candidate.refresh()
     assert json.loads(candidate.path.read_text()) == {"customers": {"0": 30, "1": 12}}
     progress = candidate.catch_up({"customers": {0: 15, 1: 12}}, {"customers": {0: 0, 1: 0}})
     assert progress is not None and progress.behind == 15 and progress.done_pct == 64.29
-    _commit(settings, "v1", {0: 40, 1: 12}, batch=1)  # the live version moves on: so does the cap
+    # the live version moves on: so does the cap
+    commit_customers(settings, "v1", {0: 40, 1: 12}, batch=1)
     candidate.refresh()
     assert json.loads(candidate.path.read_text()) == {"customers": {"0": 40, "1": 12}}
     switch(settings.home, "customers", "v2", "promote")

@@ -6,23 +6,20 @@ on its cadence."""
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 
-import pyarrow as pa
 import pytest
 from dagster import DagsterInstance, build_sensor_context
-from deltalake import CommitProperties, write_deltalake
 
 from assets.checks.quality_cadence import quality_sensor
 from assets.definitions import defs
 from assets.resources import KappaSettings
 from kappa.testing.producing import customer_changes, send
 from streaming.define.registry import get_pipeline, registry
-from streaming.delta.commit_info import BATCH_ID, END_OFFSETS
 from streaming.run.deployment import Deployment
 from streaming.run.lock import DeploymentLock
 from streaming.versions.live_pointer import claim_first
+from tests.integration.helpers import commit_customers
 
 pytestmark = pytest.mark.integration
 
@@ -33,18 +30,6 @@ def env(settings, monkeypatch):  # type: ignore[no-untyped-def]
     for key, value in settings.to_env().items():
         monkeypatch.setenv(key, value)
     return {"kappa": KappaSettings(home=str(settings.home))}
-
-
-def _table(settings, version: str) -> Deployment:  # type: ignore[no-untyped-def]
-    """A version whose table has one batch commit."""
-    deployment = Deployment("customers", version, settings.home)
-    metadata = {BATCH_ID: "0", END_OFFSETS: json.dumps({"customers": {"0": 1}})}
-    write_deltalake(
-        str(deployment.table_path),
-        pa.table({"customer_id": ["a"]}),
-        commit_properties=CommitProperties(custom_metadata=metadata),
-    )
-    return deployment
 
 
 def _sensor(name: str):  # type: ignore[no-untyped-def]
@@ -65,7 +50,7 @@ def test_versions_become_partitions_and_the_declared_one_runs_on_its_own(
         instance.add_dynamic_partitions(name, keys)
 
     send(settings, customer_changes(20, seed=3))
-    _table(settings, "v1")
+    commit_customers(settings, "v1", {0: 1})
     claim_first(settings.home, "customers", "v1", "first deployment")
     v1 = get_pipeline(settings.pipelines, "customers")
     monkeypatch.setitem(
@@ -99,7 +84,7 @@ def test_a_running_version_is_validated_once_committed_then_on_its_cadence(
     lock.acquire(deployment.id, run_id="run-1")
     try:
         assert tick().run_requests == []  # running, but nothing committed to validate yet
-        _table(settings, "v2")
+        commit_customers(settings, "v2", {0: 1})
         due = tick()
         [request] = due.run_requests
         assert request.job_name == "quality_customers"
