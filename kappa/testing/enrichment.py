@@ -12,61 +12,13 @@ at or below ``ts``; none if there is none or it is a tombstone.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, TopicPartition
+from kappa.testing.reference import Stamped
 
 GRACE_MS = 600_000
 Prefix = dict[str, dict[int, int]]
-
-
-@dataclass(frozen=True)
-class Stamped:
-    """A record read back with its position and timestamp."""
-
-    topic: str
-    partition: int
-    offset: int
-    timestamp: int
-    key: bytes | None
-    value: bytes | None
-
-
-def replay_stamped(bootstrap: str, topics: list[str]) -> list[Stamped]:
-    """Every record of ``topics`` with its timestamp, read until EOF on all partitions."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "reference-stamped",
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-        }
-    )
-    try:
-        assignment = []
-        for topic in topics:
-            parts = consumer.list_topics(topic, timeout=10).topics[topic].partitions
-            assignment += [TopicPartition(topic, p, 0) for p in parts]
-        consumer.assign(assignment)
-        done: set[tuple[str, int]] = set()
-        records = []
-        while len(done) < len(assignment):
-            msg = consumer.poll(5)
-            assert msg is not None, "reference replay stalled"
-            if msg.error():
-                assert msg.error().code() == KafkaError._PARTITION_EOF, msg.error()
-                done.add((msg.topic(), msg.partition()))
-                continue
-            done.discard((msg.topic(), msg.partition()))
-            _, stamp = msg.timestamp()
-            records.append(
-                Stamped(msg.topic(), msg.partition(), msg.offset(), stamp, msg.key(), msg.value())
-            )
-        return records
-    finally:
-        consumer.close()
 
 
 def on_time(

@@ -26,8 +26,28 @@ class Record:
     value: bytes | None
 
 
+@dataclass(frozen=True)
+class Stamped:
+    """A record read back with its position and timestamp."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+
+
 def replay(bootstrap: str, topic: str) -> list[Record]:
     """Every record of ``topic``, read with a plain consumer until EOF on all partitions."""
+    return [
+        Record(s.topic, s.partition, s.offset, s.key, s.value)
+        for s in replay_stamped(bootstrap, [topic])
+    ]
+
+
+def replay_stamped(bootstrap: str, topics: list[str]) -> list[Stamped]:
+    """Every record of ``topics`` with its timestamp, read until EOF on all partitions."""
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -38,20 +58,24 @@ def replay(bootstrap: str, topic: str) -> list[Record]:
         }
     )
     try:
-        parts = consumer.list_topics(topic, timeout=10).topics[topic].partitions
-        consumer.assign([TopicPartition(topic, p, 0) for p in parts])
-        done: set[int] = set()
+        assignment = []
+        for topic in topics:
+            parts = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+            assignment += [TopicPartition(topic, p, 0) for p in parts]
+        consumer.assign(assignment)
+        done: set[tuple[str, int]] = set()
         records = []
-        while len(done) < len(parts):
+        while len(done) < len(assignment):
             msg = consumer.poll(5)
             assert msg is not None, "reference replay stalled"
             if msg.error():
                 assert msg.error().code() == KafkaError._PARTITION_EOF, msg.error()
-                done.add(msg.partition())
+                done.add((msg.topic(), msg.partition()))
                 continue
-            done.discard(msg.partition())
+            done.discard((msg.topic(), msg.partition()))
+            _, stamp = msg.timestamp()
             records.append(
-                Record(msg.topic(), msg.partition(), msg.offset(), msg.key(), msg.value())
+                Stamped(msg.topic(), msg.partition(), msg.offset(), stamp, msg.key(), msg.value())
             )
         return records
     finally:

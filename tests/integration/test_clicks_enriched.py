@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from kappa.testing.enrichment import clicks_reference, replay_stamped
+from kappa.testing.enrichment import clicks_reference
 from kappa.testing.producing import clickstream, send
+from kappa.testing.reference import replay_stamped
 from streaming.delta.table_reader import commits, read_arrow
 from streaming.run.deployment import Deployment
 from tests.integration.helpers import run_until_caught_up

@@ -8,8 +8,9 @@ from decimal import Decimal
 
 import pytest
 
-from kappa.testing.enrichment import enriched_reference, replay_stamped
+from kappa.testing.enrichment import enriched_reference
 from kappa.testing.producing import fraud_events, send
+from kappa.testing.reference import replay_stamped
 from streaming.delta.table_reader import read_arrow
 from streaming.run.deployment import Deployment
 from tests.integration.helpers import run_until_caught_up

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from kappa.testing.enrichment import replay_stamped, spend_hourly_reference
+from kappa.testing.enrichment import spend_hourly_reference
 from kappa.testing.producing import fraud_events, send
+from kappa.testing.reference import replay_stamped
 from streaming.delta.table_reader import commits, read_arrow
 from streaming.run.deployment import Deployment
 from tests.integration.helpers import run_until_caught_up
