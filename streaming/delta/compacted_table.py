@@ -124,15 +124,16 @@ class CompactedTable:
         fingerprint: str = "",
     ) -> CommitResult:
         """Write and commit one batch of changes; a no-op if this batch was committed before."""
-        info = commit_info(batch_id, end_offsets, deployment, fingerprint)
         if self._dv is not None:
+            # Held until the commit, so upkeep never sees the batch's files unreferenced.
             with self._dv.batch():
                 done = self._dv.committed_batch()
                 if done is not None and done >= batch_id:
                     return CommitResult(batch_id, True, self._dv.version, changes.num_rows)
                 shares = self._dv.writer.write(changes, batch_id)
-            return self.commit_shares(shares, batch_id, end_offsets, deployment, fingerprint)
+                return self.commit_shares(shares, batch_id, end_offsets, deployment, fingerprint)
         assert self._merge is not None
+        info = commit_info(batch_id, end_offsets, deployment, fingerprint)
         skipped, version = self._merge.apply(self.kind.reduce(changes), batch_id, info)
         return CommitResult(batch_id, skipped, version, changes.num_rows)
 
