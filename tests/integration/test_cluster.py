@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from kappa.broker import EmbeddedBroker
 from kappa.cluster import SparkCluster
 from kappa.testing.producing import customer_changes, send, transactions
 from kappa.testing.reference import customers_state, replay, spend_state
@@ -28,7 +27,9 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
-def cluster_settings(tmp_path: Path) -> Settings:
+def settings(tmp_path: Path) -> Settings:
+    """A private home and ports with Spark pointed at this test's standalone master; the shared
+    ``broker`` fixture starts on them."""
     ports = {"cluster.port": free_port(), "cluster.ui_port": free_port()}
     settings = private_settings(tmp_path / "home", **ports)
     master = settings.cluster.master_url
@@ -38,23 +39,13 @@ def cluster_settings(tmp_path: Path) -> Settings:
 
 
 @pytest.fixture
-def cluster(cluster_settings: Settings) -> Iterator[SparkCluster]:
-    spark_cluster = SparkCluster(cluster_settings)
+def cluster(settings: Settings) -> Iterator[SparkCluster]:
+    spark_cluster = SparkCluster(settings)
     try:
         spark_cluster.start()
         yield spark_cluster
     finally:
         spark_cluster.stop()
-
-
-@pytest.fixture
-def cluster_broker(cluster_settings: Settings) -> Iterator[EmbeddedBroker]:
-    embedded = EmbeddedBroker(cluster_settings)
-    embedded.start()
-    try:
-        yield embedded
-    finally:
-        embedded.stop()
 
 
 def _run(settings: Settings, name: str, *args: str) -> subprocess.Popen:
@@ -84,33 +75,29 @@ def _executor_dirs(settings: Settings, worker: str) -> list[Path]:
     return [p for p in (settings.home.cluster / worker).glob("app-*/*") if p.is_dir()]
 
 
-def test_pipelines_on_the_cluster_equal_the_reference(cluster_settings, cluster, cluster_broker):
+def test_pipelines_on_the_cluster_equal_the_reference(settings, cluster, broker):
     status = cluster.status()
     assert status.alive_workers == 2 and status.master_url.startswith("spark://127.0.0.1:")
-    send(cluster_settings, customer_changes(6000, seed=21))
-    send(cluster_settings, transactions(5000, seed=22))
-    _finish(_run(cluster_settings, "customers", "--max-offsets-per-trigger", "1500"))
-    _finish(_run(cluster_settings, "customer_spend", "--max-offsets-per-trigger", "2000"))
+    send(settings, customer_changes(6000, seed=21))
+    send(settings, transactions(5000, seed=22))
+    _finish(_run(settings, "customers", "--max-offsets-per-trigger", "1500"))
+    _finish(_run(settings, "customer_spend", "--max-offsets-per-trigger", "2000"))
 
-    servers = cluster_settings.kafka.bootstrap_servers
-    assert table_rows(cluster_settings, "customers") == customers_state(
-        replay(servers, "customers")
-    )
+    servers = settings.kafka.bootstrap_servers
+    assert table_rows(settings, "customers") == customers_state(replay(servers, "customers"))
     expected_spend = spend_state(replay(servers, "transactions"))
-    assert table_rows(cluster_settings, "customer_spend") == expected_spend
+    assert table_rows(settings, "customer_spend") == expected_spend
     assert sum(r["txn_count"] for r in expected_spend.values()) == 5000
     # The work ran in executors the workers started (a standalone driver runs no task).
     for worker in cluster.worker_names():
-        assert _executor_dirs(cluster_settings, worker), f"{worker} ran no executor"
-    history = commits(Deployment("customers", "v1", cluster_settings.home).table_path)
+        assert _executor_dirs(settings, worker), f"{worker} ran no executor"
+    history = commits(Deployment("customers", "v1", settings.home).table_path)
     assert [c.batch_id for c in history] == list(range(len(history))) and len(history) >= 4
 
 
-def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(
-    cluster_settings, cluster, cluster_broker
-):
-    send(cluster_settings, customer_changes(30_000, seed=23, keys=2000))
-    table = Deployment("customers", "v1", cluster_settings.home).table_path
+def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(settings, cluster, broker):
+    send(settings, customer_changes(30_000, seed=23, keys=2000))
+    table = Deployment("customers", "v1", settings.home).table_path
 
     def committed() -> int:
         try:
@@ -118,12 +105,12 @@ def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(
         except Exception:
             return 0
 
-    proc = _run(cluster_settings, "customers", "--max-offsets-per-trigger", "1000")
+    proc = _run(settings, "customers", "--max-offsets-per-trigger", "1000")
     try:
         assert wait_until(lambda: committed() >= 3 or proc.poll() is not None, timeout_s=240)
         assert proc.poll() is None, "the run ended before the worker could be killed"
         victim = cluster.worker_names()[0]
-        pid = int(cluster_settings.home.cluster_pid(victim).read_text())
+        pid = int(settings.home.cluster_pid(victim).read_text())
         os.killpg(pid, signal.SIGKILL)  # the worker, its executor and the executor's Python
         killed_at = committed()
         _finish(proc)
@@ -133,9 +120,7 @@ def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(
             proc.wait()
     assert killed_at < 30, "the run was nearly over when the worker died"
     assert cluster.status().alive_workers == 1
-    servers = cluster_settings.kafka.bootstrap_servers
-    assert table_rows(cluster_settings, "customers") == customers_state(
-        replay(servers, "customers")
-    )
+    servers = settings.kafka.bootstrap_servers
+    assert table_rows(settings, "customers") == customers_state(replay(servers, "customers"))
     history = commits(table)
     assert [c.batch_id for c in history] == list(range(len(history)))
