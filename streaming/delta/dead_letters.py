@@ -11,16 +11,9 @@ from pathlib import Path
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
-from streaming.kafka.reader import arrow_schema
+from streaming.kafka.reader import kept_record_schema
 
-_RECORD = arrow_schema(include_headers=False)  # the record as the source reads it
-SCHEMA = pa.schema(
-    [
-        *(_RECORD.field(n) for n in ("key", "value", "topic", "partition", "offset", "timestamp")),
-        ("error", pa.string()),
-        ("batch_id", pa.int64()),
-    ]
-)
+SCHEMA = pa.schema([*kept_record_schema(), ("error", pa.string()), ("batch_id", pa.int64())])
 
 
 class DeadLetters:

@@ -50,6 +50,12 @@ def arrow_schema(include_headers: bool) -> pa.Schema:
     return pa.schema(fields)
 
 
+def kept_record_schema() -> pa.Schema:
+    """What the platform keeps of a record (plans, dead letters): the source's columns without
+    the timestamp type and headers."""
+    return pa.schema([f for f in arrow_schema(include_headers=False) if f.name != "timestampType"])
+
+
 def read_ranges(
     client: Mapping[str, str],
     ranges: Sequence[PartitionRange],

@@ -18,16 +18,13 @@ import pyarrow.compute as pc
 from streaming.define.pipeline import Pipeline
 from streaming.define.plan import Plan
 from streaming.define.topic import Topic
-from streaming.kafka.reader import arrow_schema
+from streaming.kafka.reader import kept_record_schema
 from streaming.kafka.value_decoder import ValueDecoder
 from streaming.operators import Batch
 from streaming.run.deployment import Deployment
 from streaming.state import State, StateStore
 
-# The record columns a plan reads: the Kafka source's, without the timestamp type.
-RAW_SCHEMA = pa.schema(
-    [f for f in arrow_schema(include_headers=False) if f.name != "timestampType"]
-)
+RAW_SCHEMA = kept_record_schema()
 RAW_COLUMNS = tuple(RAW_SCHEMA.names)
 DEAD_SCHEMA = RAW_SCHEMA.append(pa.field("error", pa.string()))
 
