@@ -15,8 +15,9 @@ from pyspark.sql import functions as F
 
 from streaming.define.pipeline import Pipeline
 from streaming.define.value_schema import parse_value_schema
+from streaming.kafka.reader import kept_record_schema
 
-DEAD_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "error")
+DEAD_COLUMNS = (*kept_record_schema().names, "error")
 
 
 def source_options(pipeline: Pipeline) -> dict[str, str]:
