@@ -22,6 +22,7 @@ from pathlib import Path
 
 from kappa.errors import BrokerError
 from streaming.settings import Settings
+from streaming.wait import wait_until
 
 
 @dataclass(frozen=True)
@@ -120,13 +121,18 @@ class EmbeddedBroker:
         raise BrokerError(msg)
 
     def stop(self, timeout_s: float = 10.0) -> bool:
-        """Stop the broker's process group; True if something was stopped."""
+        """Stop the broker's process group; True if something was stopped.
+
+        Returns once the port no longer accepts connections (see ``stop_process_group``).
+        """
         pid = self._live_pid()
         if pid is None:
             self.pid_file.unlink(missing_ok=True)
             return False
         stop_process_group(pid, timeout_s)
         self.pid_file.unlink(missing_ok=True)
+        host, port = self._settings.broker.host, self._settings.broker.port
+        wait_until(lambda: not port_open(host, port), timeout_s, 0.05)
         return True
 
     def _live_pid(self) -> int | None:
@@ -152,7 +158,12 @@ def pid_alive(pid: int) -> bool:
 
 
 def stop_process_group(pid: int, timeout_s: float = 10.0) -> None:
-    """SIGTERM the process group led by ``pid``, then SIGKILL it after ``timeout_s``."""
+    """SIGTERM the process group led by ``pid``, then SIGKILL it after ``timeout_s``.
+
+    Returns when the leader is a zombie or gone. A multi-threaded leader shows as a zombie while
+    its other threads are still exiting and holding the process's sockets, so a caller that
+    needs a port free waits for that too.
+    """
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
             os.killpg(pid, sig)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -25,11 +26,15 @@ from pathlib import Path
 from kappa.broker import pid_alive, port_open, stop_process_group
 from kappa.errors import BrokerError
 from streaming.settings import Settings
+from streaming.wait import wait_until
 
 BUCKET = "tansu"
 # weed serves gRPC on each HTTP port + 10000 unless told otherwise; the admin worker dials that
 # default whatever is configured, so every internal port is chosen with its +10000 twin free.
 _GRPC_OFFSET = 10_000
+_START_ATTEMPTS = 3
+# How weed names a port it could not bind before exiting with code 1.
+_TAKEN_PORT = re.compile(r"port \d+ for \w+ \(specified by flag ([\w.]+)\) is not available")
 
 
 @dataclass(frozen=True)
@@ -84,51 +89,81 @@ class ObjectStore:
         return ObjectStoreStatus(pid is not None, pid, self.endpoint, self.data_dir, self.log_file)
 
     def start(self, timeout_s: float = 60.0) -> ObjectStoreStatus:
-        """Start the server unless it runs already; wait until it serves the bucket."""
+        """Start the server unless it runs already; wait until it serves the bucket.
+
+        The internal ports are chosen free just before ``weed`` binds them, so another process
+        can take one in between; ``weed`` then exits naming it, and the start is retried with
+        fresh ports. A taken S3 port is the user's to fix and fails at once.
+        """
         current = self.status()
         if current.running:
             return current
         if port_open(self.host, self.port):
-            msg = (
-                f"port {self.port} on {self.host} is already in use by another process; stop it "
-                "or set KAPPA_OBJECT_STORE_PORT to a free port"
-            )
-            raise BrokerError(msg)
+            raise BrokerError(self._port_taken_message())
         binary = weed_binary()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._ensure_credentials()
         self.pid_file.parent.mkdir(parents=True, exist_ok=True)
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
-        filer_port = _free_port_pair(self.host)
-        with open(self.log_file, "ab") as log:
-            proc = subprocess.Popen(
-                [binary, "mini", *self._arguments(filer_port)],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-        self.pid_file.write_text(str(proc.pid))
         deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                msg = f"the object store exited with code {proc.returncode}; see {self.log_file}"
+        for attempt in range(1, _START_ATTEMPTS + 1):
+            log_start = self.log_file.stat().st_size if self.log_file.exists() else 0
+            filer_port = _free_port_pair(self.host)
+            with open(self.log_file, "ab") as log:
+                proc = subprocess.Popen(
+                    [binary, "mini", *self._arguments(filer_port)],
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                )
+            self.pid_file.write_text(str(proc.pid))
+            while time.monotonic() < deadline:
+                if proc.poll() is not None:
+                    break
+                if port_open(self.host, self.port) and _bucket_exists(self.host, filer_port):
+                    return self.status()
+                time.sleep(0.1)
+            else:
+                self.stop()
+                msg = (
+                    f"the object store did not serve S3 within {timeout_s:.0f} s; see "
+                    f"{self.log_file}"
+                )
                 raise BrokerError(msg)
-            if port_open(self.host, self.port) and _bucket_exists(self.host, filer_port):
-                return self.status()
-            time.sleep(0.1)
-        self.stop()
-        msg = f"the object store did not serve S3 within {timeout_s:.0f} s; see {self.log_file}"
-        raise BrokerError(msg)
+            self.pid_file.unlink(missing_ok=True)
+            output = _read_from(self.log_file, log_start)
+            taken = taken_port_flag(output)
+            if taken == "s3.port":
+                raise BrokerError(self._port_taken_message())
+            if taken is None or attempt == _START_ATTEMPTS:
+                msg = (
+                    f"the object store exited with code {proc.returncode}: "
+                    f"{_last_lines(output)}; see {self.log_file}"
+                )
+                raise BrokerError(msg)
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     def stop(self, timeout_s: float = 20.0) -> bool:
-        """Stop the server's process group; True if something was stopped."""
+        """Stop the server's process group; True if something was stopped.
+
+        Returns once the S3 port no longer accepts connections: the group leader can be reported
+        gone while the rest of the process still holds its sockets, and a start right after
+        would find the port taken.
+        """
         pid = self._live_pid()
         self.pid_file.unlink(missing_ok=True)
         if pid is None:
             return False
         stop_process_group(pid, timeout_s)
+        wait_until(lambda: not port_open(self.host, self.port), timeout_s, 0.05)
         return True
+
+    def _port_taken_message(self) -> str:
+        return (
+            f"port {self.port} on {self.host} is already in use by another process; stop it or "
+            "set KAPPA_OBJECT_STORE_PORT to a free port"
+        )
 
     def broker_env(self) -> dict[str, str]:
         """What the broker's ``s3://`` storage engine needs to reach this server (secret)."""
@@ -194,6 +229,23 @@ class ObjectStore:
         except (FileNotFoundError, ValueError):
             return None
         return pid if pid_alive(pid) else None
+
+
+def taken_port_flag(output: str) -> str | None:
+    """The flag (``filer.port``, ``s3.port``...) of the port weed found taken, if it said so."""
+    match = _TAKEN_PORT.search(output)
+    return match.group(1) if match else None
+
+
+def _read_from(path: Path, offset: int) -> str:
+    with open(path, "rb") as log:
+        log.seek(offset)
+        return log.read().decode(errors="replace")
+
+
+def _last_lines(output: str, count: int = 3) -> str:
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    return " / ".join(lines[-count:]) or "no output"
 
 
 def _bucket_exists(host: str, filer_port: int) -> bool:
