@@ -1,11 +1,11 @@
 """Each deployment keeps running the code it was first started with.
 
 The first start of (pipeline, version) copies the pipeline's module source to
-``$KAPPA_HOME/code/<pipeline>__<version>.py``; later starts of that deployment (a crash restart, a
-retry, a rollback target brought back up) load that copy. So after the code location is reloaded
-with a new version, the old version still runs its own transform against its own checkpoint and
-table, never the new code. The declared version running code that differs from its pin is
-reported: the change needs a new version to be deployed.
+``$KAPPA_HOME/code/<pipeline>__<version>.py`` and runs that copy; so do later starts of that
+deployment (a crash restart, a retry, a rollback target brought back up). So after the code
+location is reloaded with a new version, the old version still runs its own transform against its
+own checkpoint and table, never the new code. The declared version running code that differs
+from its pin is reported: the change needs a new version to be deployed.
 """
 
 from __future__ import annotations
@@ -53,12 +53,14 @@ def pinned_pipeline(home: Home, declared: Pipeline, version: str | None) -> Pinn
                 "the change side by side"
             )
         return PinnedPipeline(pinned, path, warning)
-    pipeline = dataclasses.replace(declared, version=deployment.version)
     source = _module_source(declared)
     if source is None:
-        return PinnedPipeline(pipeline, None)
+        return PinnedPipeline(dataclasses.replace(declared, version=deployment.version), None)
     write_atomically(path, source)
-    return PinnedPipeline(pipeline, path)
+    # The first run loads the copy as well: a function's source (and so the fingerprint each
+    # commit records) is read from its file, and the user's file may change while this runs.
+    pinned = dataclasses.replace(_load(path, deployment), version=deployment.version)
+    return PinnedPipeline(pinned, path)
 
 
 def _module_source(pipeline: Pipeline) -> str | None:
@@ -96,8 +98,9 @@ def _load(path: Path, deployment: Deployment) -> Pipeline:
         except Exception as exc:
             del sys.modules[module_name]
             msg = (
-                f"the pinned code of {deployment.id} ({path}) no longer loads: {exc}; retire the "
-                "deployment or restore what it imports"
+                f"the pinned code of {deployment.id} ({path}) does not load: {exc}; a pipeline "
+                "module must load from a copy of its file (absolute imports only, what it "
+                "imports still installed); fix that, or retire the deployment"
             )
             raise PinnedCodeError(msg) from None
     pipeline = getattr(module, "PIPELINE", None)

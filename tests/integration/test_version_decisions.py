@@ -4,6 +4,7 @@ tables and a real broker (no Spark, no Dagster: these are the functions the sens
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 import sys
 import time
@@ -131,9 +132,14 @@ def test_a_deployment_keeps_its_pinned_code_after_the_module_changes(settings, t
 
         pinned = pinned_pipeline_from(settings, mine)
         assert pinned.pinned_at is not None and pinned.pinned_at.exists()
-        first = pinned.pipeline.fingerprint  # (a fingerprint reads the source file: take it now)
-        # the module changes without a version bump: v1 still runs its pinned code, with a warning
+        first = pinned.pipeline.fingerprint
+        # the module changes without a version bump
         module.write_text(template.format(".limit(1)", "v1"))
+        # the first run goes on with the code and fingerprint it started with (its commits record
+        # that fingerprint), not with what the file now says
+        assert pinned.pipeline.fingerprint == first
+        assert ".limit(1)" not in inspect.getsource(pinned.pipeline.transform)  # type: ignore[arg-type]
+        # a restart of v1 runs its pinned code too, with a warning
         importlib.reload(mine)
         again = pinned_pipeline_from(settings, mine)
         assert again.pipeline.fingerprint == first
