@@ -36,9 +36,6 @@ from tests.integration.user_code import customers_module, user_package
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.slow,
-    # Written against the Dagster UI's sources; its steps after the first launch have not passed
-    # in a real browser yet (issue #17 stays open until they do).
-    pytest.mark.skip(reason="reprocessing flow in the browser: later steps not yet passing"),
 ]
 
 MODULE = "ui_flow_pipelines.customers"
@@ -145,6 +142,7 @@ class Ui:
                 f"the page never showed {pattern!r}"
             )
         expect(target).to_be_visible(timeout=TIMEOUT_MS)
+        target.scroll_into_view_if_needed()  # so the step's screenshot shows what it asserted
 
     def reload_code_location(self) -> None:
         self.goto("/locations")
@@ -235,6 +233,11 @@ def test_reprocessing_flow_in_the_dagster_ui(code_dir: Path, tmp_path: Path):
                 600,
                 2,
             ), f"v3's comparison did not pass: {_promote_runs(platform, 'v3')}"
+            # the live version's page says the comparison passed; promotion is the user's call
+            ui.version_page("v1")
+            ui.expect_text(r"v3 vs live v1, .*passed")
+            ui.shot("5a-v3-comparison-passed")
+            assert live_version(home, "customers") == "v1"
             ui.launch_from_launchpad(
                 repository, "promote_version", _ops("compare_and_promote", version="v3")
             )
@@ -243,7 +246,7 @@ def test_reprocessing_flow_in_the_dagster_ui(code_dir: Path, tmp_path: Path):
             # 6. v3 live; roll back from the UI, v1 live again
             ui.version_page("v3")
             ui.expect_text(r"v1 -> v3")
-            ui.shot("5-v3-live")
+            ui.shot("5b-v3-live")
             ui.launch_from_launchpad(repository, "rollback_version", _ops("rollback_live"))
             assert wait_until(lambda: live_version(home, "customers") == "v1", 300, 1)
             ui.version_page("v1")
