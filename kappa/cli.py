@@ -125,9 +125,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except Exception as exc:
-        if args.debug or not _is_user_error(exc):
+        message = str(exc) if _is_user_error(exc) else _refused_kafka_setting(exc)
+        if args.debug or message is None:
             raise
-        print(f"kappa: error: {exc}", file=sys.stderr)
+        print(f"kappa: error: {message}", file=sys.stderr)
         return 2
 
 
@@ -141,6 +142,20 @@ def _configure_logging(debug: bool) -> None:
         kafka_logger.addHandler(logging.NullHandler())
     else:
         logging.basicConfig(level=logging.INFO)
+
+
+def _refused_kafka_setting(exc: Exception) -> str | None:
+    """librdkafka's refusal of a client setting (it checks them when a client is created), as
+    what to fix; None for any other error."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
+    if not isinstance(error, KafkaError) or error.code() != KafkaError._INVALID_ARG:
+        return None
+    return (
+        f"the Kafka client refused a setting: {error.str()}; fix it where it is set "
+        "(--kafka KEY=VALUE, KAPPA_KAFKA_<KEY> or kafka.client in the config file)"
+    )
 
 
 def _is_user_error(exc: Exception) -> bool:

@@ -39,3 +39,22 @@ def test_no_live_version_and_no_table_are_user_errors(tmp_path):
         live_table_path(Home(tmp_path), "customers")
     with pytest.raises(KappaError, match="kappa run"):
         open_table(tmp_path / "tables" / "customers__v1")
+
+
+def test_a_kafka_setting_librdkafka_refuses_is_one_line_naming_where_to_fix_it(tmp_path, capsys):
+    code, err = _kappa(
+        Home(tmp_path / "home"),
+        capsys,
+        "--kafka",
+        "security.protocol=bogus",
+        "demo",
+        "produce",
+        "--count",
+        "1",
+    )
+
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert 'Invalid value "bogus" for configuration property "security.protocol"' in lines[0]
+    assert "--kafka KEY=VALUE" in lines[0] and "KAPPA_KAFKA_" in lines[0]
