@@ -125,7 +125,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except Exception as exc:
-        message = str(exc) if _is_user_error(exc) else _refused_kafka_setting(exc)
+        message = _user_message(exc)
         if args.debug or message is None:
             raise
         print(f"kappa: error: {message}", file=sys.stderr)
@@ -144,11 +144,15 @@ def _configure_logging(debug: bool) -> None:
         logging.basicConfig(level=logging.INFO)
 
 
-def _refused_kafka_setting(exc: Exception) -> str | None:
-    """librdkafka's refusal of a client setting (it checks them when a client is created), as
-    what to fix; None for any other error."""
+def _user_message(exc: Exception) -> str | None:
+    """What a user can act on, as one line: a KappaError's message, or librdkafka's refusal of a
+    client setting (it checks them when a client is created); None for any other error."""
     from confluent_kafka import KafkaError, KafkaException
 
+    from streaming.errors import KappaError
+
+    if isinstance(exc, KappaError):
+        return str(exc)
     error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
     if not isinstance(error, KafkaError) or error.code() != KafkaError._INVALID_ARG:
         return None
@@ -156,12 +160,6 @@ def _refused_kafka_setting(exc: Exception) -> str | None:
         f"the Kafka client refused a setting: {error.str()}; fix it where it is set "
         "(--kafka KEY=VALUE, KAPPA_KAFKA_<KEY> or kafka.client in the config file)"
     )
-
-
-def _is_user_error(exc: Exception) -> bool:
-    from streaming.errors import KappaError
-
-    return isinstance(exc, KappaError)
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:

@@ -10,6 +10,7 @@ broker outage.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -106,58 +107,58 @@ class ObjectStore:
         self.pid_file.parent.mkdir(parents=True, exist_ok=True)
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
         deadline = time.monotonic() + timeout_s
-        for attempt in range(1, _START_ATTEMPTS + 1):
+        failure = ""
+        for _ in range(_START_ATTEMPTS):
             log_start = self.log_file.stat().st_size if self.log_file.exists() else 0
             filer_port = _free_port_pair(self.host)
-            with open(self.log_file, "ab") as log:
-                proc = subprocess.Popen(
-                    [binary, "mini", *self._arguments(filer_port)],
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL,
-                    start_new_session=True,
-                )
-            self.pid_file.write_text(str(proc.pid))
-            while time.monotonic() < deadline:
-                if proc.poll() is not None:
-                    break
-                if port_open(self.host, self.port) and _bucket_exists(self.host, filer_port):
-                    return self.status()
-                time.sleep(0.1)
-            else:
+            proc = self._spawn(binary, filer_port)
+            settled = functools.partial(self._serving_or_exited, proc, filer_port)
+            if not wait_until(settled, deadline - time.monotonic(), 0.1):
                 self.stop()
                 msg = (
                     f"the object store did not serve S3 within {timeout_s:.0f} s; see "
                     f"{self.log_file}"
                 )
                 raise BrokerError(msg)
+            if proc.poll() is None:
+                return self.status()
             self.pid_file.unlink(missing_ok=True)
             output = _read_from(self.log_file, log_start)
             taken = taken_port_flag(output)
             if taken == "s3.port":
                 raise BrokerError(self._port_taken_message())
-            if taken is None or attempt == _START_ATTEMPTS:
-                msg = (
-                    f"the object store exited with code {proc.returncode}: "
-                    f"{_last_lines(output)}; see {self.log_file}"
-                )
-                raise BrokerError(msg)
-        raise AssertionError("unreachable: the last attempt returns or raises")
+            failure = (
+                f"the object store exited with code {proc.returncode}: {_last_lines(output)}; "
+                f"see {self.log_file}"
+            )
+            if taken is None:
+                break
+        raise BrokerError(failure)
 
     def stop(self, timeout_s: float = 20.0) -> bool:
-        """Stop the server's process group; True if something was stopped.
-
-        Returns once the S3 port no longer accepts connections: the group leader can be reported
-        gone while the rest of the process still holds its sockets, and a start right after
-        would find the port taken.
-        """
+        """Stop the server's process group; True if something was stopped."""
         pid = self._live_pid()
         self.pid_file.unlink(missing_ok=True)
         if pid is None:
             return False
         stop_process_group(pid, timeout_s)
-        wait_until(lambda: not port_open(self.host, self.port), timeout_s, 0.05)
         return True
+
+    def _spawn(self, binary: str, filer_port: int) -> subprocess.Popen[bytes]:
+        with open(self.log_file, "ab") as log:
+            proc = subprocess.Popen(
+                [binary, "mini", *self._arguments(filer_port)],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        self.pid_file.write_text(str(proc.pid))
+        return proc
+
+    def _serving_or_exited(self, proc: subprocess.Popen[bytes], filer_port: int) -> bool:
+        serving = port_open(self.host, self.port) and _bucket_exists(self.host, filer_port)
+        return serving or proc.poll() is not None
 
     def _port_taken_message(self) -> str:
         return (
