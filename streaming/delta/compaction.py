@@ -153,6 +153,7 @@ def _advance(
     for source in job.sources:
         if source.entry.path in table.index.ids:
             table.index.forget_file(source.entry.path)
+    table.recount_live_rows()
 
 
 def _at(values: np.ndarray, rows: np.ndarray) -> np.ndarray:

@@ -60,6 +60,8 @@ class DvTable:
         self.deleted: dict[str, BitMap64] = {}  # live file -> rows its DV deletes
         self.index = KeyIndex()
         self.opened = False
+        # Live rows at the last published commit, readable while a batch holds the table.
+        self.live_rows = 0
         # Held from the moment a batch writes files until its commit is published, so cleanup
         # never deletes a file that a commit is about to reference.
         self.writing = threading.RLock()
@@ -75,6 +77,7 @@ class DvTable:
         self.deleted, self.index = {}, KeyIndex()
         for entry in self.snapshot.files.values():
             self._index_stored(entry)
+        self.recount_live_rows()
         self.opened = True
         return self
 
@@ -114,10 +117,20 @@ class DvTable:
         return self._opened().snapshot.version
 
     def row_count(self) -> int:
-        """Live rows: every live file's rows minus those its DV deletes."""
-        with self.batch():
-            files = self.snapshot.files
-            return sum(e.num_records - len(self.deleted[p]) for p, e in files.items())
+        """Live rows at the last published commit.
+
+        Does not wait for a batch in progress: a deployment whose batch is slow or stuck must
+        go on reporting, or it could never be seen as stalled.
+        """
+        if not self.opened:
+            with self.batch():
+                pass
+        return self.live_rows
+
+    def recount_live_rows(self) -> None:
+        """Every live file's rows minus those its DV deletes; called with the table held."""
+        files = self.snapshot.files
+        self.live_rows = sum(e.num_records - len(self.deleted[p]) for p, e in files.items())
 
     @contextmanager
     def batch(self) -> Iterator[DvTable]:
@@ -233,6 +246,7 @@ class DvTable:
                 live[dvs.to_numpy(deleted)] = False
             self.index.add_file(entry.path, keys, partitions, offsets, live)
         self.index.drop(drop_keys)
+        self.recount_live_rows()
 
 
 def _new_entries(shares: pa.Table) -> list[FileEntry | None]:

@@ -1,13 +1,23 @@
 """The `lag` and `freshness` checks of a running deployment turn red when it falls behind and
-stops committing while input waits, and green again once it catches up (real Spark and broker)."""
+stops committing while input waits, and green again once it catches up (real Spark and broker).
+
+The deployment falls behind the way it does in production: a micro-batch is stuck (here in a
+Python UDF waiting on a gate file, as on a slow external lookup) while input keeps arriving. The
+test opens and closes the gate, so no state depends on when Spark's trigger clock fires.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
+import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 from dagster import AssetKey, DagsterInstance
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 
 from assets.checks.health import check_evaluations
 from kappa.testing.producing import customer_changes, send
@@ -46,18 +56,37 @@ def _verdicts(snapshot: Snapshot) -> dict[str, bool]:
         return {e.check_name: e.passed for e in check_evaluations(instance, key, snapshot)}
 
 
-def test_lag_and_freshness_turn_red_then_green(spark, settings, broker):
+def _gated(transform: Any, gate: Path) -> Any:
+    """``transform`` whose rows each wait, inside the batch, until ``gate`` exists."""
+
+    def wait_for_gate(_: Any) -> bool:
+        deadline = time.monotonic() + 600  # a stuck test ends; the gate opens long before
+        while not gate.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return True
+
+    through_gate = F.udf(wait_for_gate, "boolean").asNondeterministic()
+
+    def gated(records: DataFrame) -> DataFrame:
+        return transform(records).where(through_gate(F.col("_offset")))
+
+    return gated
+
+
+def test_lag_and_freshness_turn_red_then_green(spark, settings, broker, tmp_path):
+    gate = tmp_path / "gate-open"
+    gate.touch()
     send(settings, customer_changes(100, seed=80))
-    pipeline = get_pipeline(settings.pipelines, "customers")
+    customers = get_pipeline(settings.pipelines, "customers")
+    pipeline = dataclasses.replace(customers, transform=_gated(customers.transform, gate))
     options = RunOptions(
         mode="continuous",
-        # batches 40 s apart: records sent just after one wait long enough to be seen waiting
-        trigger_interval="40 seconds",
         report_every_s=0.5,
         lag_threshold=50,
-        # reports reuse log ends up to ENDS_MAX_AGE_S old, so waiting input shows that late:
-        # stalling must come after it for the lagging state to be seen first
-        stall_after_s=ENDS_MAX_AGE_S + 5.0,
+        # reports reuse log ends up to ENDS_MAX_AGE_S old, so waiting input shows that late;
+        # stalling (counted from the last commit, before the send) must come after it for the
+        # lagging state to be seen first, with room for a loaded machine
+        stall_after_s=ENDS_MAX_AGE_S + 10.0,
     )
     recorder, stop = _Recorder(), threading.Event()
     runner = PipelineRunner(
@@ -93,24 +122,27 @@ def test_lag_and_freshness_turn_red_then_green(spark, settings, broker):
         def first_after(predicate: Any) -> Snapshot | None:
             return next((s for s in list(seen)[sent_at:] if predicate(s)), None)
 
+        gate.unlink()  # the next batch gets stuck until the test opens the gate again
         send(settings, customer_changes(400, seed=81))
         waiting = lambda s: s.total_lag == 400  # noqa: E731 - every sent record is waiting
         assert wait_until(lambda: first_after(lambda s: waiting(s) and s.state == "lagging"), 30)
         lagging = first_after(lambda s: waiting(s) and s.state == "lagging")
         assert lagging is not None
         assert _verdicts(lagging) == {"lag": False, "freshness": True}
-        # stall_after_s after the records arrived, plus report cadence on a loaded machine
-        assert wait_until(lambda: first_after(lambda s: s.state == "stalled"), 90), seen[-3:]
+        # stall_after_s after the last commit, plus report cadence on a loaded machine
+        assert wait_until(lambda: first_after(lambda s: s.state == "stalled"), 60), seen[-3:]
         stalled = first_after(lambda s: s.state == "stalled")
         assert stalled is not None and stalled.total_lag == 400
         assert _verdicts(stalled)["freshness"] is False
-        # the next batch takes the backlog: both checks are green again
+        # unstuck, the batch commits the backlog: both checks are green again
+        gate.touch()
         caught_up = lambda s: s.taken_at > stalled.taken_at and s.total_lag == 0  # noqa: E731
         assert wait_until(lambda: failures or first_after(caught_up), 90), seen[-3:]
         recovered = first_after(caught_up)
         assert recovered is not None, failures
         assert _verdicts(recovered) == {"lag": True, "freshness": True}
     finally:
+        gate.touch()
         stop.set()
         thread.join(timeout=120)
     assert not thread.is_alive()

@@ -199,11 +199,13 @@ def test_compaction_and_cleanup_keep_every_reader_on_the_reference(tmp_path):
     assert removed, "compaction replaced files, cleanup should remove them"
     for reader, rows in _every_reader(table).items():
         assert rows == reference.rows(), reader
+    assert table.row_count() == len(reference.rows())
     more = log.batch(200)
     _apply_in_shares(table, more, 10, shares=2)
     reference.apply(more)
     for reader, rows in _every_reader(table).items():
         assert rows == reference.rows(), reader
+    assert table.row_count() == len(reference.rows())
 
 
 @pytest.mark.timeout(300)
@@ -302,3 +304,32 @@ def test_the_row_count_is_the_live_rows(tmp_path):
         _apply_in_shares(table, changes, batch_id, shares=2)
         reference.apply(changes)
         assert table.row_count() == len(reference.rows())
+
+
+def test_the_row_count_is_read_while_a_batch_holds_the_table(tmp_path):
+    """Progress reports count rows while a slow or stuck batch holds the table: they get the
+    last commit's count instead of waiting for the batch."""
+    table = CompactedTable(tmp_path / "t", SCHEMA, KIND, "app", _manual())
+    log, reference = Log(seed=23, keys=80), Reference()
+    changes = log.batch(120)
+    _apply_in_shares(table, changes, 0, shares=2)
+    reference.apply(changes)
+    holding, release = threading.Event(), threading.Event()
+
+    def stuck_batch() -> None:
+        with table.batch():
+            holding.set()
+            release.wait(60)
+
+    batch = threading.Thread(target=stuck_batch)
+    batch.start()
+    try:
+        assert holding.wait(10)
+        counted: list[int] = []
+        report = threading.Thread(target=lambda: counted.append(table.row_count()), daemon=True)
+        report.start()
+        report.join(10)
+        assert counted == [len(reference.rows())], "the count waited for the batch"
+    finally:
+        release.set()
+        batch.join()
