@@ -79,13 +79,16 @@ class KafkaSettings(_Frozen):
     """The Kafka cluster: where it is, client settings, and how the platform creates topics.
 
     ``broker_profile`` names the broker's behaviour the platform relies on: ``embedded`` (tansu:
-    its ListOffsets under-reports a partition's end, so ends are measured with a fetch) or
-    ``kafka`` (Apache Kafka semantics: plain ListOffsets). Unset, it is ``embedded`` when the
-    bootstrap servers are the embedded broker's address, else ``kafka``.
+    its ListOffsets under-reports a partition's end, so ends are measured with a fetch),
+    ``kafka`` (Apache Kafka semantics: plain ListOffsets) or ``auto`` (decided from the cluster
+    id the broker reports on first contact: tansu's is ``tansu_cluster``). Unset, it is
+    ``embedded`` when the bootstrap servers are the embedded broker's address, else ``auto``:
+    a tansu reached at another address must not be read with plain ListOffsets, which would
+    cut every partition's tail off without an error.
     """
 
     bootstrap_servers: str = "127.0.0.1:9092"
-    broker_profile: Literal["embedded", "kafka"] | None = None
+    broker_profile: Literal["embedded", "kafka", "auto"] | None = None
     client: StringMap = Field(default_factory=dict)
     topic_partitions: int = Field(default=4, ge=1, le=1024)
     topic_replication_factor: int = Field(default=1, ge=1, le=16)
@@ -103,9 +106,10 @@ class KafkaSettings(_Frozen):
         return value
 
     @property
-    def ends_by_fetch(self) -> bool:
-        """Whether partition ends are measured with a fetch (the embedded broker's profile)."""
-        return self.broker_profile != "kafka"
+    def ends_by_fetch(self) -> bool | None:
+        """Whether partition ends are measured with a fetch (the embedded broker's profile);
+        None: decided from the broker on first contact (``auto``)."""
+        return {"embedded": True, "kafka": False}.get(self.broker_profile or "auto")
 
     def client_config(self) -> dict[str, str]:
         """The librdkafka configuration shared by every client (bootstrap plus pass-through)."""
@@ -274,7 +278,7 @@ def load_settings(
         kafka["bootstrap_servers"] = broker.address
     if not kafka.get("broker_profile"):
         embedded = kafka["bootstrap_servers"] == broker.address
-        kafka["broker_profile"] = "embedded" if embedded else "kafka"
+        kafka["broker_profile"] = "embedded" if embedded else "auto"
     spark = data.setdefault("spark", {})
     if spark.get("cache_dir") is None:
         cache = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")

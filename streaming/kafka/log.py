@@ -4,7 +4,8 @@ How a partition's end is measured depends on the broker (the ``broker_profile`` 
 Apache Kafka it is what ListOffsets(latest) answers. The embedded broker's ListOffsets answers the
 base offset of the last record batch + 1, which would cut the tail off every planned range; there
 a fetch at that offset (always at or below the true end) carries the true high watermark, so the
-end is measured with that fetch (both methods agree on a Kafka-semantics broker).
+end is measured with that fetch (both methods agree on a Kafka-semantics broker). With the
+profile ``auto`` the broker's cluster id decides on first contact (:data:`TANSU_CLUSTER_ID`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import OFFSET_END, Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import ClusterMetadata
 
 from streaming.errors import BrokerUnavailableError
 from streaming.kafka.offsets import OffsetMap
@@ -43,6 +45,9 @@ KNOWN_END_PROBE_FACTOR = 3.0
 
 
 CLIENT_LOGGER = logging.getLogger("kappa.kafka")
+
+# The cluster id every tansu broker reports unless started with another --cluster-id.
+TANSU_CLUSTER_ID = "tansu_cluster"
 
 
 def consumer_config(client: Mapping[str, str], **extra: str) -> dict[str, Any]:
@@ -74,11 +79,12 @@ class KafkaLog:
         client: Mapping[str, str],
         timeout_s: float = 10.0,
         earliest_ttl_s: float = 0.0,
-        ends_by_fetch: bool = True,
+        ends_by_fetch: bool | None = True,
     ) -> None:
         """``earliest_ttl_s``: how long :meth:`bounds` may reuse the earliest offsets it listed
         (a source asks every trigger; they only move with retention). ``ends_by_fetch``: measure
-        partition ends with a fetch (the embedded broker) instead of ListOffsets (Kafka)."""
+        partition ends with a fetch (the embedded broker) instead of ListOffsets (Kafka); None:
+        with a fetch if the broker reports tansu's cluster id."""
         self._client = dict(client)
         self._timeout_s = timeout_s
         self._ends_by_fetch = ends_by_fetch
@@ -109,12 +115,21 @@ class KafkaLog:
             self._consumer = Consumer(consumer_config(self._client, **PROBE_FETCH))
         return self._consumer
 
-    def partitions(self, topics: Iterable[str]) -> dict[str, list[int]]:
-        """Partition ids per topic; a topic that does not exist maps to an empty list."""
+    def _fetches_ends(self) -> bool:
+        """Whether ends are measured with a fetch; under ``auto``, asked of the broker once."""
+        if self._ends_by_fetch is None:
+            self._ends_by_fetch = self._metadata().cluster_id == TANSU_CLUSTER_ID
+        return self._ends_by_fetch
+
+    def _metadata(self) -> ClusterMetadata:
         try:
-            metadata = self.consumer.list_topics(timeout=self._timeout_s)
+            return self.consumer.list_topics(timeout=self._timeout_s)
         except KafkaException as exc:
             raise unavailable_error(self._client, exc) from None
+
+    def partitions(self, topics: Iterable[str]) -> dict[str, list[int]]:
+        """Partition ids per topic; a topic that does not exist maps to an empty list."""
+        metadata = self._metadata()
         found: dict[str, list[int]] = {}
         for topic in topics:
             meta = metadata.topics.get(topic)
@@ -135,7 +150,7 @@ class KafkaLog:
 
     def latest(self, topics: Iterable[str]) -> OffsetMap:
         """The true log end offset of every partition (see the module docstring)."""
-        if not self._ends_by_fetch:
+        if not self._fetches_ends():
             return self._list(topics)[1]
         self._fresh_consumer()
         return self._probe_ends(self._list(topics)[1])
@@ -163,7 +178,7 @@ class KafkaLog:
         TTL. If the log is shorter than a remembered end (the broker lost it), it is listed
         afresh, so the loss shows in the answer."""
         topics = list(topics)
-        if not self._ends_by_fetch:
+        if not self._fetches_ends():
             return self._list(topics)
         parts = self.partitions(topics)
         cached = self._earliest

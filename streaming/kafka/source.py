@@ -21,8 +21,8 @@ possible; by default one task per Kafka partition, as Spark's source does),
 side-by-side version uses to cut its batches where the live version cut its commits),
 ``failOnDataLoss`` (default true), ``includeHeaders`` (default false), ``brokerProfile`` (a kappa
 extension: ``embedded``, the default, measures partition ends with a fetch; ``kafka`` uses
-ListOffsets, see ``streaming.kafka.log``) and any ``kafka.*`` setting, passed to librdkafka
-without the prefix.
+ListOffsets; ``auto`` asks the broker's cluster id, see ``streaming.kafka.log``) and any
+``kafka.*`` setting, passed to librdkafka without the prefix.
 
 Decoding (a kappa extension): with ``valueSchema`` (a DDL such as ``"id string, ts bigint"``, see
 ``streaming.define.value_schema``), optional ``requiredFields`` (comma-separated) and

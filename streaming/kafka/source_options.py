@@ -37,7 +37,7 @@ class SourceOptions:
     min_partition_records: int = 0
     ending_file: str | None = None
     decoder: ValueDecoder | None = None
-    ends_by_fetch: bool = True
+    ends_by_fetch: bool | None = True  # None: decided from the broker (profile auto)
 
     @classmethod
     def parse(cls, options: dict[str, str]) -> SourceOptions:
@@ -64,7 +64,7 @@ class SourceOptions:
             ending=_ending(lowered.get("endingoffsets"), topics),
             ending_file=lowered.get("endingoffsetsfile") or None,
             decoder=_decoder(lowered),
-            ends_by_fetch=_broker_profile(lowered) == "embedded",
+            ends_by_fetch=_ENDS_BY_FETCH[_broker_profile(lowered)],
         )
 
     def spark_schema(self) -> str:
@@ -97,10 +97,13 @@ def _ending(value: str | None, topics: tuple[str, ...]) -> off.OffsetMap | None:
     return parsed
 
 
+_ENDS_BY_FETCH: dict[str, bool | None] = {"embedded": True, "kafka": False, "auto": None}
+
+
 def _broker_profile(lowered: dict[str, str]) -> str:
     value = lowered.get("brokerprofile", "embedded").strip().lower()
-    if value not in ("embedded", "kafka"):
-        msg = f"brokerProfile={value!r} must be embedded or kafka"
+    if value not in _ENDS_BY_FETCH:
+        msg = f"brokerProfile={value!r} must be embedded, kafka or auto"
         raise SourceOptionError(msg)
     return value
 

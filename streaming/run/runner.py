@@ -77,7 +77,7 @@ class PipelineRunner:
             .option("subscribe", ",".join(self.pipeline.topics))
             .option("startingOffsets", self.options.starting_offsets)
             .option("failOnDataLoss", str(self.options.fail_on_data_loss).lower())
-            .option("brokerProfile", "embedded" if self.kafka.ends_by_fetch else "kafka")
+            .option("brokerProfile", self.kafka.broker_profile or "auto")
         )
         for key, value in source_options(self.pipeline).items():
             reader = reader.option(key, value)

@@ -58,6 +58,16 @@ def test_the_embedded_profile_measures_ends_the_broker_lists_too_short(settings,
         assert sum(listing.latest(["t"])["t"].values()) < 600  # tansu's ListOffsets
 
 
+def test_the_auto_profile_recognises_the_embedded_broker(settings, broker):
+    """Reached at an address the settings do not know as the embedded broker's, a tansu is still
+    measured with a fetch: plain ListOffsets would cut every partition's tail off silently."""
+    ensure_topics(settings, ["t"])
+    send(settings, _records(600, "a"), linger_ms=100)
+    with KafkaLog(settings.kafka.client_config(), ends_by_fetch=None) as auto:
+        assert sum(auto.latest(["t"])["t"].values()) == 600
+        assert sum(auto.bounds(["t"])[1]["t"].values()) == 600
+
+
 class _SteadyProducer(threading.Thread):
     """Produces to every partition of ``t`` while the test probes; remembers delivered ends."""
 

@@ -79,10 +79,13 @@ def test_child_environment_round_trips(tmp_path):
 def test_the_broker_profile_follows_the_bootstrap_servers_unless_set(tmp_path):
     path = _config(tmp_path, "broker:\n  port: 19999\n")
     assert load_settings(path, env={}).kafka.broker_profile == "embedded"
+    # elsewhere the broker itself answers on first contact (its cluster id)
     remote = load_settings(path, env={"KAFKA_BOOTSTRAP_SERVERS": "kafka.example:9093"})
-    assert remote.kafka.broker_profile == "kafka" and not remote.kafka.ends_by_fetch
+    assert remote.kafka.broker_profile == "auto" and remote.kafka.ends_by_fetch is None
     forced = {"KAFKA_BOOTSTRAP_SERVERS": "kafka.example:9093", "KAPPA_BROKER_PROFILE": "embedded"}
-    assert load_settings(path, env=forced).kafka.ends_by_fetch
+    assert load_settings(path, env=forced).kafka.ends_by_fetch is True
+    plain = {"KAFKA_BOOTSTRAP_SERVERS": "kafka.example:9093", "KAPPA_BROKER_PROFILE": "kafka"}
+    assert load_settings(path, env=plain).kafka.ends_by_fetch is False
 
 
 def test_pipelines_come_from_the_file_or_the_environment(tmp_path):
