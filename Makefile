@@ -1,5 +1,5 @@
 # The README's two commands: `make run` (the platform) and `make test` (the test suite).
-.PHONY: run test lint bench bench-sink faults env
+.PHONY: run test lint bench bench-sink bench-operators faults env
 
 env:
 	@bash scripts/bootstrap.sh
@@ -23,6 +23,10 @@ faults: env
 # memory, with PASS/FAIL against the targets. Options: make bench ARGS="--events 10000000".
 bench: env
 	.venv/bin/python -m bench.perf $(ARGS)
+
+# The stateful operators against hand-rolled Python (bench/operators_bench.py): events/s, ratio.
+bench-operators: env
+	.venv/bin/python -m bench.operators_bench $(ARGS)
 
 # The sink's per-batch cost at 0.1, 1 and 10 M rows against the merge path (bench/sink_bench.py).
 bench-sink: env
