@@ -42,7 +42,10 @@ def read_arrow(
     where: Where, version: int | None = None, columns: list[str] | None = None
 ) -> pa.Table:
     """The snapshot's rows (deletion vectors applied), with the table's schema."""
-    table = open_table(where, version)
+    return _rows(open_table(where, version), columns)
+
+
+def _rows(table: DeltaTable, columns: list[str] | None = None) -> pa.Table:
     schema = pa.schema(table.schema())
     if columns is not None:
         schema = pa.schema([schema.field(c) for c in columns])
@@ -67,7 +70,7 @@ def read_spark(spark: SparkSession, where: Where, version: int | None = None) ->
     table = open_table(location, version)
     files = table.file_uris()
     if not files or not location.is_local:
-        return spark.createDataFrame(read_arrow(location, version))
+        return spark.createDataFrame(_rows(table))
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import from_arrow_schema
 
