@@ -92,8 +92,19 @@ def history(home: Home, pipeline: str) -> list[Switch]:
     return [Switch(**json.loads(line)) for line in lines if line.strip()]
 
 
+def live_since(home: Home, pipeline: str) -> float | None:
+    """When the live version of ``pipeline`` became live (each switch gives a new instant), or
+    None when none was ever made live."""
+    try:
+        data = json.loads(pointer_path(home, pipeline).read_text())
+    except FileNotFoundError:
+        return None
+    return float(data["since"])
+
+
 @contextmanager
-def _locked(home: Home, pipeline: str) -> Iterator[None]:
+def pointer_held(home: Home, pipeline: str) -> Iterator[None]:
+    """Hold the live pointer: no switch happens until the block ends (switches hold it too)."""
     home.live.mkdir(parents=True, exist_ok=True)
     fd = os.open(home.live_lock(pipeline), os.O_RDWR | os.O_CREAT, 0o644)
     try:
@@ -121,7 +132,7 @@ def switch(
     """
     validate_pipeline_name(pipeline)
     validate_version(to_version)
-    with _locked(home, pipeline):
+    with pointer_held(home, pipeline):
         current = live_version(home, pipeline)
         if expect_from is not None and current != expect_from:
             msg = (
@@ -158,7 +169,7 @@ def claim_first(home: Home, pipeline: str, version: str, reason: str) -> Switch 
 
     Returns the switch, or None when a version is already live.
     """
-    with _locked(home, validate_pipeline_name(pipeline)):
+    with pointer_held(home, validate_pipeline_name(pipeline)):
         if live_version(home, pipeline) is not None:
             return None
         return _record(home, pipeline, None, validate_version(version), reason, None, "kappa")
