@@ -75,6 +75,10 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+# Per broker profile: whether partition ends are measured with a fetch (None: ask the broker).
+ENDS_BY_FETCH: dict[str, bool | None] = {"embedded": True, "kafka": False, "auto": None}
+
+
 class KafkaSettings(_Frozen):
     """The Kafka cluster: where it is, client settings, and how the platform creates topics.
 
@@ -109,7 +113,7 @@ class KafkaSettings(_Frozen):
     def ends_by_fetch(self) -> bool | None:
         """Whether partition ends are measured with a fetch (the embedded broker's profile);
         None: decided from the broker on first contact (``auto``)."""
-        return {"embedded": True, "kafka": False}.get(self.broker_profile or "auto")
+        return ENDS_BY_FETCH[self.broker_profile or "auto"]
 
     def client_config(self) -> dict[str, str]:
         """The librdkafka configuration shared by every client (bootstrap plus pass-through)."""

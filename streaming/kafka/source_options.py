@@ -13,6 +13,7 @@ from streaming.define.value_schema import spark_ddl
 from streaming.errors import SourceOptionError
 from streaming.kafka import offsets as off
 from streaming.kafka.value_decoder import ValueDecoder
+from streaming.settings import ENDS_BY_FETCH
 
 BASE_SCHEMA = (
     "key binary, value binary, topic string, partition int, offset long, "
@@ -64,7 +65,7 @@ class SourceOptions:
             ending=_ending(lowered.get("endingoffsets"), topics),
             ending_file=lowered.get("endingoffsetsfile") or None,
             decoder=_decoder(lowered),
-            ends_by_fetch=_ENDS_BY_FETCH[_broker_profile(lowered)],
+            ends_by_fetch=ENDS_BY_FETCH[_broker_profile(lowered)],
         )
 
     def spark_schema(self) -> str:
@@ -97,12 +98,9 @@ def _ending(value: str | None, topics: tuple[str, ...]) -> off.OffsetMap | None:
     return parsed
 
 
-_ENDS_BY_FETCH: dict[str, bool | None] = {"embedded": True, "kafka": False, "auto": None}
-
-
 def _broker_profile(lowered: dict[str, str]) -> str:
     value = lowered.get("brokerprofile", "embedded").strip().lower()
-    if value not in _ENDS_BY_FETCH:
+    if value not in ENDS_BY_FETCH:
         msg = f"brokerProfile={value!r} must be embedded, kafka or auto"
         raise SourceOptionError(msg)
     return value
