@@ -82,6 +82,19 @@ def replay_stamped(bootstrap: str, topics: list[str]) -> list[Stamped]:
         consumer.close()
 
 
+def changelog_table(records: Iterable[Record | Stamped]) -> dict[str, dict[str, Any]]:
+    """A changelog topic read back as a table: per key the value at the highest offset of its
+    partition, decoded as JSON; a tombstone deletes."""
+    table: dict[str, dict[str, Any]] = {}
+    for record in sorted(records, key=lambda r: (r.partition, r.offset)):
+        assert record.key is not None, "a changelog record without a key"
+        if record.value is None:
+            table.pop(record.key.decode(), None)
+        else:
+            table[record.key.decode()] = json.loads(record.value)
+    return table
+
+
 def _json_object(value: bytes) -> dict[str, Any] | None:
     try:
         obj = json.loads(value.decode("utf-8"), parse_float=Decimal)

@@ -123,8 +123,8 @@ class DvTable:
         go on reporting, or it could never be seen as stalled.
         """
         if not self.opened:
-            with self.batch():
-                pass
+            with self.writing:  # the first use opens the table, as a batch would
+                self._opened()
         return self.live_rows
 
     def recount_live_rows(self) -> None:

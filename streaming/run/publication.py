@@ -37,7 +37,7 @@ from streaming.kafka.offsets import plan_ranges
 from streaming.kafka.reader import read_ranges
 from streaming.run.deployment import Deployment
 from streaming.settings import Settings
-from streaming.versions.live_pointer import live_since, live_version, pointer_held
+from streaming.versions.live_pointer import pointer_held, read_live
 
 DEPLOYMENT_HEADER = "kappa.deployment"
 BATCH_HEADER = "kappa.batch"
@@ -58,11 +58,6 @@ class ChangelogPublisher:
         self.marker = deployment.home.publication(deployment.id)
         self._producer: Producer | None = None
 
-    def is_publisher(self) -> bool:
-        """Whether this deployment writes the topic now: it is live, or no version is."""
-        live = live_version(self.deployment.home, self.deployment.pipeline)
-        return live is None or live == self.deployment.version
-
     def _marker(self) -> tuple[int | None, float | None]:
         """(last flushed batch, the live pointer's switch it was published under)."""
         try:
@@ -77,9 +72,11 @@ class ChangelogPublisher:
         handover (module docstring); returns how many records were sent."""
         home, pipeline = self.deployment.home, self.deployment.pipeline
         with pointer_held(home, pipeline):
-            if not self.is_publisher():
+            live = read_live(home, pipeline)
+            # The live version writes the topic; any version does while none is live.
+            if live is not None and live.version != self.deployment.version:
                 return 0
-            since = live_since(home, pipeline)
+            since = None if live is None else live.since
             done, published_under = self._marker()
             handover = done is None or published_under != since
             if not handover and done is not None and done >= batch_id:

@@ -56,13 +56,27 @@ def history_path(home: Home, pipeline: str) -> Path:
     return home.live_history(validate_pipeline_name(pipeline))
 
 
-def live_version(home: Home, pipeline: str) -> str | None:
-    """The live version of ``pipeline``, or None when none was ever made live."""
+@dataclass(frozen=True)
+class Live:
+    """The live pointer: which version is live, and since when (each switch a new instant)."""
+
+    version: str
+    since: float
+
+
+def read_live(home: Home, pipeline: str) -> Live | None:
+    """The live pointer of ``pipeline``, or None when no version was ever made live."""
     try:
         data = json.loads(pointer_path(home, pipeline).read_text())
     except FileNotFoundError:
         return None
-    return str(data["version"])
+    return Live(str(data["version"]), float(data["since"]))
+
+
+def live_version(home: Home, pipeline: str) -> str | None:
+    """The live version of ``pipeline``, or None when none was ever made live."""
+    live = read_live(home, pipeline)
+    return None if live is None else live.version
 
 
 def live_table_path(home: Home, pipeline: str, default_version: str | None = None) -> Path:
@@ -90,16 +104,6 @@ def history(home: Home, pipeline: str) -> list[Switch]:
     except FileNotFoundError:
         return []
     return [Switch(**json.loads(line)) for line in lines if line.strip()]
-
-
-def live_since(home: Home, pipeline: str) -> float | None:
-    """When the live version of ``pipeline`` became live (each switch gives a new instant), or
-    None when none was ever made live."""
-    try:
-        data = json.loads(pointer_path(home, pipeline).read_text())
-    except FileNotFoundError:
-        return None
-    return float(data["since"])
 
 
 @contextmanager

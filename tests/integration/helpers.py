@@ -15,6 +15,7 @@ import pyarrow as pa
 from deltalake import CommitProperties, write_deltalake
 
 from kappa.testing.reference import table_state
+from streaming.define import Pipeline
 from streaming.define.registry import get_pipeline
 from streaming.delta.commit_info import BATCH_ID, END_OFFSETS
 from streaming.delta.table_reader import commits, read_arrow
@@ -26,8 +27,12 @@ from streaming.settings import REPO_ROOT, Settings
 from streaming.wait import wait_until
 
 
-def run_until_caught_up(spark: Any, settings: Settings, name: str, **options: Any) -> Snapshot:
-    pipeline = get_pipeline(settings.pipelines, name)
+def run_until_caught_up(
+    spark: Any, settings: Settings, pipeline: str | Pipeline, **options: Any
+) -> Snapshot:
+    """Run a registered pipeline (by name) or a variant of one in-process until caught up."""
+    if isinstance(pipeline, str):
+        pipeline = get_pipeline(settings.pipelines, pipeline)
     deployment = Deployment(pipeline.name, options.pop("version", pipeline.version), settings.home)
     runner = PipelineRunner(
         spark,

@@ -3,30 +3,18 @@ and its own published topic hold exactly the suspicious transactions of the refe
 
 from __future__ import annotations
 
-import json
 from decimal import Decimal
 
 import pytest
 
 from kappa.testing.enrichment import enriched_reference
 from kappa.testing.producing import fraud_events, send
-from kappa.testing.reference import replay_stamped
+from kappa.testing.reference import changelog_table, replay_stamped
 from streaming.delta.table_reader import read_arrow
 from streaming.run.deployment import Deployment
 from tests.integration.helpers import run_until_caught_up
 
 pytestmark = pytest.mark.integration
-
-
-def _compacted(records: list) -> dict[str, dict]:
-    """A changelog topic read back as a table: per key the last value, tombstones delete."""
-    table: dict[str, dict] = {}
-    for record in sorted(records, key=lambda r: (r.partition, r.offset)):
-        if record.value is None:
-            table.pop(record.key.decode(), None)
-        else:
-            table[record.key.decode()] = json.loads(record.value)
-    return table
 
 
 def test_alerts_are_the_suspicious_transactions_in_table_and_topic(spark, settings, broker):
@@ -47,7 +35,7 @@ def test_alerts_are_the_suspicious_transactions_in_table_and_topic(spark, settin
     table = {row["txn_id"]: row for row in read_arrow(path).to_pylist()}
     assert table == expected
 
-    published = _compacted(replay_stamped(settings.kafka.bootstrap_servers, ["fraud_alerts"]))
+    published = changelog_table(replay_stamped(settings.kafka.bootstrap_servers, ["fraud_alerts"]))
     assert set(published) == set(expected)
     for key, row in published.items():
         assert Decimal(str(row.pop("amount"))) == expected[key]["amount"]

@@ -13,12 +13,10 @@ import pyarrow.compute as pc
 import pytest
 
 from kappa.testing.producing import fraud_events, send
-from kappa.testing.reference import replay_stamped
+from kappa.testing.reference import changelog_table, replay_stamped
 from streaming.define.registry import get_pipeline
 from streaming.delta.table_reader import read_arrow
 from streaming.run.deployment import Deployment
-from streaming.run.options import RunOptions
-from streaming.run.runner import PipelineRunner
 from streaming.versions.live_pointer import claim_first, switch
 from tests.integration.helpers import run_until_caught_up
 
@@ -27,18 +25,9 @@ pytestmark = pytest.mark.integration
 START_MS = 1_700_000_000_000
 
 
-def _topic_table(settings, topic: str) -> dict[str, dict]:  # type: ignore[no-untyped-def]
-    """The topic read back by a plain consumer: per key the last value, tombstones delete."""
-    table: dict[str, dict] = {}
-    for record in sorted(
-        replay_stamped(settings.kafka.bootstrap_servers, [topic]),
-        key=lambda r: (r.partition, r.offset),
-    ):
-        if record.value is None:
-            table.pop(record.key.decode(), None)
-        else:
-            table[record.key.decode()] = json.loads(record.value)
-    return table
+def _topic_table(settings) -> dict[str, dict]:  # type: ignore[no-untyped-def]
+    """The topic read back by a plain consumer."""
+    return changelog_table(replay_stamped(settings.kafka.bootstrap_servers, ["fraud_alerts"]))
 
 
 def _table(settings, version: str) -> dict[str, dict]:  # type: ignore[no-untyped-def]
@@ -48,9 +37,7 @@ def _table(settings, version: str) -> dict[str, dict]:  # type: ignore[no-untype
 
 
 def _run(spark, settings, pipeline) -> None:  # type: ignore[no-untyped-def]
-    deployment = Deployment(pipeline.name, pipeline.version, settings.home)
-    options = RunOptions(mode="until_caught_up", report_every_s=3600, max_offsets_per_trigger=200)
-    PipelineRunner(spark, pipeline, deployment, settings, options).run()
+    run_until_caught_up(spark, settings, pipeline, max_offsets_per_trigger=200)
 
 
 def _more_input(spark, settings, n: int, seed: int, start_ms: int) -> None:  # type: ignore[no-untyped-def]
@@ -71,14 +58,14 @@ def test_the_topic_follows_the_live_version_through_promotion_and_rollback(spark
     _run(spark, settings, v2)  # side by side: v2 is not live, it publishes nothing
     first = _table(settings, "v1")
     assert 0 < len(_table(settings, "v2")) < len(first)
-    assert _topic_table(settings, "fraud_alerts") == first
+    assert _topic_table(settings) == first
 
     switch(settings.home, "fraud_alerts", "v2", "promote", expect_from="v1")
     _more_input(spark, settings, 300, seed=52, start_ms=START_MS + 900_000)
     _run(spark, settings, v1)  # still running, no longer live: sends nothing
     _run(spark, settings, v2)
     promoted = _table(settings, "v2")
-    assert _topic_table(settings, "fraud_alerts") == promoted
+    assert _topic_table(settings) == promoted
 
     switch(settings.home, "fraud_alerts", "v1", "rollback", expect_from="v2")
     _more_input(spark, settings, 300, seed=53, start_ms=START_MS + 1_200_000)
@@ -86,4 +73,4 @@ def test_the_topic_follows_the_live_version_through_promotion_and_rollback(spark
     _run(spark, settings, v1)
     rolled_back = _table(settings, "v1")
     assert len(rolled_back) > len(first)
-    assert _topic_table(settings, "fraud_alerts") == rolled_back
+    assert _topic_table(settings) == rolled_back
