@@ -116,7 +116,7 @@ def table_asset(pipeline: Pipeline, retry_delay_s: float) -> AssetsDefinition:
         partitions_def=version_partitions(pipeline.name),
         description="\n\n".join(d for d in (pipeline.description, VERSIONS_NOTE) if d),
         kinds={"spark", "delta"},
-        metadata={"pipeline": pipeline.name, "key": pipeline.table.key},
+        metadata={"pipeline": pipeline.name, "key": ", ".join(pipeline.table.keys)},
         output_required=False,
         retry_policy=crash_retries(retry_delay_s),
     )

@@ -30,8 +30,8 @@ def print_table(
 ) -> None:
     out = out or sys.stdout
     deployment = resolve_deployment(settings, name, version)
-    key = get_pipeline(settings.pipelines, name).table.key
-    table = read_arrow(deployment.table_path).sort_by(key)
+    keys = get_pipeline(settings.pipelines, name).table.keys
+    table = read_arrow(deployment.table_path).sort_by([(k, "ascending") for k in keys])
     if limit is not None:
         table = table.slice(0, limit)
     rows = table.to_pylist()

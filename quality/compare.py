@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from quality.caching import cache_uncompressed
 from quality.comparison import ColumnMatch, ComparisonResult, KeyCoverage, SchemaDiff, TypeChange
+from quality.composite_key import one_key_column
 from quality.diff_checks import diff_checks, exact_type_failures, failure_reasons
 from quality.diff_frame import (
     DiffPlan,
@@ -28,7 +30,6 @@ from quality.diff_frame import (
     example_keys,
     top_mismatches,
 )
-from quality.errors import QualityError
 from quality.gx_runner import import_in_background, run_checks
 from quality.rules import ComparisonPolicy
 from quality.spark_types import is_numeric
@@ -64,10 +65,6 @@ def schema_diff(old: DataFrame, new: DataFrame, policy: ComparisonPolicy) -> Sch
 
 
 def _plan(old: DataFrame, new: DataFrame, key: str, policy: ComparisonPolicy) -> DiffPlan:
-    for side, df in (("old", old), ("new", new)):
-        if key not in df.columns:
-            msg = f"key column {key!r} is missing from the {side} version (columns: {df.columns})"
-            raise QualityError(msg)
     skip = policy.ignore_columns | {key}
     old_types, new_types = _types(old, skip), _types(new, skip)
     shared = [c for c in old_types if c in new_types]
@@ -85,7 +82,7 @@ def _plan(old: DataFrame, new: DataFrame, key: str, policy: ComparisonPolicy) ->
 def compare_tables(
     old: DataFrame,
     new: DataFrame,
-    key: str,
+    key: str | Sequence[str],
     policy: ComparisonPolicy | None = None,
     *,
     table: str = "table",
@@ -98,7 +95,8 @@ def compare_tables(
 
     Args:
         old: the live version's snapshot; ``new``: the candidate's.
-        key: the key column (null keys compare equal to each other).
+        key: the key column (null keys compare equal to each other), or the columns of a
+            composite key (compared as one JSON column; see :mod:`quality.composite_key`).
         policy: thresholds and declared changes; :class:`ComparisonPolicy` defaults when None.
         table: the table's name (GE suite and report name).
         old_name: label of the old version in messages (e.g. ``"v1"``); likewise ``new_name``.
@@ -109,10 +107,11 @@ def compare_tables(
         The verdict, its reasons, the statistics and the GE evidence.
 
     Raises:
-        QualityError: the key column is missing from a version.
+        QualityError: a key column is missing from a version.
     """
     started = time.perf_counter()
     policy = policy or ComparisonPolicy()
+    old, new, key = one_key_column(old, new, key)
     plan = _plan(old, new, key, policy)
     schema = schema_diff(old, new, policy)
     diff = cache_uncompressed(build_diff_frame(old, new, plan))

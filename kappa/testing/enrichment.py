@@ -95,15 +95,16 @@ def enriched_reference(
 
 
 def spend_hourly_reference(
-    records: list[Stamped], prefix: Prefix
+    records: list[Stamped], prefix: Prefix, size_ms: int = 3_600_000
 ) -> tuple[dict[tuple[str, int], dict[str, Any]], set[tuple[str, int, int]]]:
-    """spend_hourly on ``prefix``: rows by (customer_id, window_start), and the late records."""
+    """spend_hourly on ``prefix``: rows by (customer_id, window_start), and the late records.
+    ``size_ms``: the windows' length (a variant's)."""
     txns = [r for r in records if r.topic == "transactions"]
     kept, late = on_time(txns, prefix, _txn_time)
     rows: dict[tuple[str, int], dict[str, Any]] = {}
     for record in kept:
         value = json.loads(record.value)
-        start = value["ts"] - value["ts"] % 3_600_000
+        start = value["ts"] - value["ts"] % size_ms
         key = (record.key.decode(), start)
         amount = Decimal(str(value["amount"]))
         row = rows.setdefault(

@@ -84,6 +84,13 @@ class Pipeline:
         if not isinstance(self.table, TableKind):
             msg = f"pipeline {self.name}: table must be a table kind (LatestPerKey, Accumulate)"
             raise DefineError(msg)
+        if self.publish is not None and len(self.table.keys) > 1:
+            msg = (
+                f"pipeline {self.name}: a published changelog is keyed by one column, and this "
+                f"table's key is {', '.join(self.table.keys)}; publish a pipeline keyed by one "
+                "column, or leave publish unset and read this table from another pipeline"
+            )
+            raise DefineError(msg)
         if self.table_schema.names[0] != self.table.key:
             msg = (
                 f"pipeline {self.name}: the table schema must start with its key {self.table.key!r}"

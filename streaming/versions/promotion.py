@@ -111,7 +111,7 @@ def compare_versions(
     result = compare_tables(
         read_spark(session, old.table_path, pair.live_table_version),
         read_spark(session, new.table_path, pair.candidate_table_version),
-        pipeline.table.key,
+        pipeline.table.keys,
         pipeline.comparison,
         table=pipeline.name,
         old_name=old_version,

@@ -7,7 +7,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from streaming.define import Pipeline, Topic
+from streaming.define import Count, Pipeline, Topic, Tumbling
 from streaming.errors import DefineError
 
 ORDERS = Topic("orders", key="order_id", value_schema="order_id string, user string, ts bigint")
@@ -18,6 +18,8 @@ USERS = Topic(
     time="at",
     tombstones="delete",
 )
+
+PER_USER = {"orders": Count()}
 
 
 def _plan(**columns: pc.Expression):  # type: ignore[no-untyped-def]
@@ -57,6 +59,17 @@ def test_the_table_schema_derives_from_the_topics_and_expressions() -> None:
             "no column 'missing'",
         ),
         (lambda: Pipeline(name="p", version="v1"), "either a transform or a plan"),
+        (
+            lambda: Pipeline(
+                name="per_user_tier",
+                version="v1",
+                plan=ORDERS.stream().window(
+                    Tumbling(60_000), by="user", aggregations={"n": Count()}
+                ),
+                publish="per_user_tier",
+            ),
+            "keyed by one column",
+        ),
     ],
 )
 def test_bad_definitions_fail_with_what_to_fix(build, message) -> None:  # type: ignore[no-untyped-def]
