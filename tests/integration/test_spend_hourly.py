@@ -23,34 +23,57 @@ from streaming.kafka.offsets import from_spark
 from streaming.run.deployment import Deployment
 from streaming.versions.live_pointer import history, live_version, switch
 from streaming.versions.promotion import promote
-from tests.integration.helpers import run_until_caught_up
+from tests.integration.helpers import kill_mid_run, run_until_caught_up
 
 pytestmark = pytest.mark.integration
 
 VALUES = ("txn_count", "total_amount", "max_amount")
 
 
+def _check_commits(settings, records, version: str, every: int = 1) -> dict:  # type: ignore[no-untyped-def]
+    """Compare the table at every ``every``-th commit (and the last) with the reference; check
+    that exactly the late records are dead-lettered; return the last table."""
+    deployment = Deployment("spend_hourly", version, settings.home)
+    history = commits(deployment.table_path)
+    assert [c.batch_id for c in history] == list(range(len(history)))
+    chosen = history[::every]
+    if chosen[-1] is not history[-1]:
+        chosen.append(history[-1])
+    for commit in chosen:
+        expected, late = spend_hourly_reference(records, from_spark(commit.end_offsets))
+        rows = read_arrow(deployment.table_path, commit.table_version).to_pylist()
+        actual = {(r["customer_id"], r["window_start"]): r for r in rows}
+        assert actual == expected, f"{version} batch {commit.batch_id}"
+    dead = read_arrow(deployment.dead_letter_path).to_pylist()
+    assert {(r["topic"], r["partition"], r["offset"]) for r in dead if r["error"] == "late"} == late
+    assert late, "the input has late records"
+    return actual
+
+
 def test_windows_equal_the_reference_at_every_commit_whatever_the_batching(spark, settings, broker):
-    send(settings, fraud_events(2000, seed=41, step_ms=10_000))  # about 5.5 hours of events
+    # One record per batch over the first 300 events; then, restarted, batches of up to 997
+    # records, up to 250,000 (the whole log at once) and 997 from the start.
+    send(settings, fraud_events(300, seed=41, step_ms=10_000))
+    run_until_caught_up(spark, settings, "spend_hourly", version="cap1", max_offsets_per_trigger=1)
+    send(settings, fraud_events(1700, seed=44, step_ms=10_000, start_ms=1_700_003_000_000))
     records = replay_stamped(settings.kafka.bootstrap_servers, ["transactions"])
     finals = []
-    for version, cap in (("v1", 250), ("cap997", 997)):
+    for version, cap, every in (("cap1", 997, 20), ("cap997", 997, 1), ("whole", 250_000, 1)):
         run_until_caught_up(
             spark, settings, "spend_hourly", version=version, max_offsets_per_trigger=cap
         )
-        path = Deployment("spend_hourly", version, settings.home).table_path
-        history = commits(path)
-        assert len(history) >= 2
-        for commit in history:
-            prefix = {
-                t: {int(p): o for p, o in parts.items()} for t, parts in commit.end_offsets.items()
-            }
-            expected, _ = spend_hourly_reference(records, prefix)
-            rows = read_arrow(path, commit.table_version).to_pylist()
-            actual = {(r["customer_id"], r["window_start"]): r for r in rows}
-            assert actual == expected, f"{version} batch {commit.batch_id}"
-        finals.append(actual)
-    assert finals[0] == finals[1] and len(finals[0]) > 40
+        finals.append(_check_commits(settings, records, version, every))
+    assert finals[0] == finals[1] == finals[2] and len(finals[0]) > 40
+
+
+def test_sigkills_mid_run_then_resume_equal_the_reference(spark, settings, broker):
+    send(settings, fraud_events(3000, seed=43, step_ms=10_000))
+    first = kill_mid_run(settings, "spend_hourly", max_offsets=100, batches=3, timeout_s=240)
+    second = kill_mid_run(settings, "spend_hourly", max_offsets=100, batches=first + 3)
+    assert 3 <= first < second < 20
+    run_until_caught_up(spark, settings, "spend_hourly", max_offsets_per_trigger=500)
+    records = replay_stamped(settings.kafka.bootstrap_servers, ["transactions"])
+    _check_commits(settings, records, "v1")
 
 
 def _half_hourly(v1: Pipeline) -> Pipeline:
