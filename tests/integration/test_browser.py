@@ -1,6 +1,7 @@
-"""A person's path through the Dagster UI in headless Chromium: find the streaming asset in the
-asset graph, launch it, watch its run in progress, terminate it. Screenshots are saved to
-``test-artifacts/browser/`` (or ``$KAPPA_TEST_ARTIFACTS``)."""
+"""A person's path through the Dagster UI in headless Chromium: browse the fraud detection's
+lineage from the report back to the topics, find the streaming asset in the asset graph, launch
+it, watch its run in progress, terminate it. Screenshots are saved to ``test-artifacts/browser/``
+(or ``$KAPPA_TEST_ARTIFACTS``)."""
 
 from __future__ import annotations
 
@@ -46,6 +47,30 @@ def test_launch_and_terminate_a_streaming_asset_from_the_ui(tmp_path, artifacts)
             expect(node).to_be_visible(timeout=30_000)
             expect(page.get_by_text("transactions", exact=True).last).to_be_visible()
             page.screenshot(path=str(artifacts / "1-asset-graph.png"))
+
+            # The fraud detection's lineage, read from the report back to the input topics:
+            # zoomed out until the whole graph fits (long names are shortened in the middle).
+            page.goto(
+                f"{url}/assets/reports/alerts_per_country?view=lineage&lineageScope=upstream"
+                "&lineageDepth=6"
+            )
+            expect(page.get_by_text("Graph depth")).to_be_visible(timeout=30_000)
+            for _ in range(15):
+                page.get_by_role("img", name="zoom_out").click()
+            nodes = {
+                "customers": 1,
+                "transactions": 1,
+                "transact…_enriched": 2,  # the table and its published topic
+                "fraud_alerts": 2,
+                "alerts_per_country": 1,
+            }
+            for name, count in nodes.items():
+                located = page.locator("foreignObject").get_by_text(name, exact=True)
+                assert wait_until(lambda n=located, c=count: n.count() == c, 30), (name, count)
+                for i in range(count):
+                    expect(located.nth(i)).to_be_in_viewport()
+            page.screenshot(path=str(artifacts / "1b-fraud-lineage.png"))
+            page.goto(f"{url}/assets/tables/customer_spend?view=lineage")
 
             # The table is partitioned by version: the dialog picks v1, its only partition.
             materialize_one_partition(page)
