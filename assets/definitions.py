@@ -46,6 +46,10 @@ def defs() -> Definitions:
         ],
         jobs=[*deploy_jobs.values(), *quality_jobs.values(), *VERSION_JOBS],
         schedules=[RETIRE_SCHEDULE],
-        sensors=[new_version_sensor(deploy_jobs), candidate_sensor, quality_sensor(quality_jobs)],
+        sensors=[
+            new_version_sensor(deploy_jobs, settings.dagster.sensor_interval_s),
+            candidate_sensor(settings.dagster.sensor_interval_s),
+            quality_sensor(quality_jobs),
+        ],
         resources={"kappa": KappaSettings(), "spark": spark_resource(settings)},
     )

@@ -56,6 +56,7 @@ _ENV = {
     "KAPPA_CLUSTER_UI_PORT": "cluster.ui_port",
     "KAPPA_DAGSTER_PORT": "dagster.port",
     "KAPPA_RETRY_DELAY_S": "dagster.retry_delay_s",
+    "KAPPA_SENSOR_INTERVAL_S": "dagster.sensor_interval_s",
     "KAPPA_RETENTION_HOURS": "versions.retention_hours",
 }
 
@@ -191,6 +192,9 @@ class DagsterSettings(_Frozen):
     port: int = Field(default=3000, ge=1, le=65535)
     # The first delay before a crashed deployment is retried; each next one adds twice as much.
     retry_delay_s: float = Field(default=5.0, gt=0)
+    # How often the version sensors look for a new version or a caught-up candidate. Dagster's
+    # daemon evaluates sensors at most every 5 s, whatever is asked below that.
+    sensor_interval_s: int = Field(default=10, ge=1)
 
 
 class VersionSettings(_Frozen):

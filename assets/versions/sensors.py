@@ -54,8 +54,6 @@ from streaming.versions.comparable import deployed_versions
 from streaming.versions.decisions import candidate_to_launch, comparison_to_run
 from streaming.versions.overview import overview
 
-INTERVAL_S = 10
-
 
 def version_partition_requests(
     instance: DagsterInstance, settings: Settings
@@ -73,13 +71,14 @@ def version_partition_requests(
     return requests
 
 
-def new_version_sensor(deploy_jobs: Mapping[str, Any]) -> SensorDefinition:
-    """``deploy_jobs``: each pipeline's ``deploy_<pipeline>`` asset job, by pipeline name."""
+def new_version_sensor(deploy_jobs: Mapping[str, Any], interval_s: int) -> SensorDefinition:
+    """``deploy_jobs``: each pipeline's ``deploy_<pipeline>`` asset job, by pipeline name;
+    ``interval_s``: the least time between two evaluations."""
 
     @sensor(
         name="new_version_sensor",
         jobs=list(deploy_jobs.values()),
-        minimum_interval_seconds=INTERVAL_S,
+        minimum_interval_seconds=interval_s,
         default_status=DefaultSensorStatus.RUNNING,
         description="Keeps every version a partition of its table, and starts a pipeline's "
         "newly declared version side by side with the live one.",
@@ -118,15 +117,19 @@ def new_version_sensor(deploy_jobs: Mapping[str, Any]) -> SensorDefinition:
     return _sensor
 
 
-@sensor(
-    name="candidate_sensor",
-    jobs=[promote_version],
-    minimum_interval_seconds=INTERVAL_S,
-    default_status=DefaultSensorStatus.RUNNING,
-    description="Compares a caught-up candidate with the live version, then promotes it or "
-    "waits per the pipeline's policy; keeps the versions overview current.",
-)
-def candidate_sensor(context: SensorEvaluationContext, kappa: KappaSettings) -> SensorResult:
+def candidate_sensor(interval_s: int) -> SensorDefinition:
+    """``interval_s``: the least time between two evaluations."""
+    return sensor(
+        name="candidate_sensor",
+        jobs=[promote_version],
+        minimum_interval_seconds=interval_s,
+        default_status=DefaultSensorStatus.RUNNING,
+        description="Compares a caught-up candidate with the live version, then promotes it or "
+        "waits per the pipeline's policy; keeps the versions overview current.",
+    )(_candidates)
+
+
+def _candidates(context: SensorEvaluationContext, kappa: KappaSettings) -> SensorResult:
     settings = kappa.load()
     cursor = json.loads(context.cursor) if context.cursor else {}
     requests, reasons, events = [], [], []

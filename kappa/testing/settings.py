@@ -31,6 +31,8 @@ def private_settings(home: Path, broker_port: int | None = None, **overrides: ob
         # Durability is not what most runs are about: the memory engine starts in milliseconds.
         "broker.storage": "memory",
         "object_store.port": free_port(),
+        # A version change is seen at the daemon's next sensor loop (every 5 s), not 10 s later.
+        "dagster.sensor_interval_s": 2,
         **overrides,
     }
     return load_settings(env={}, overrides=values)

@@ -36,6 +36,14 @@ def test_definitions_load_with_topics_upstream_of_tables():
     assert deploy.asset_layer.asset_graph.asset_check_keys == set()
 
 
+def test_the_version_sensors_run_at_the_interval_the_settings_give(monkeypatch):
+    monkeypatch.setenv("KAPPA_SENSOR_INTERVAL_S", "3")
+    intervals = {s.name: s.minimum_interval_seconds for s in defs().sensors}
+    assert intervals["new_version_sensor"] == intervals["candidate_sensor"] == 3
+    monkeypatch.delenv("KAPPA_SENSOR_INTERVAL_S")
+    assert {s.name: s.minimum_interval_seconds for s in defs().sensors}["candidate_sensor"] == 10
+
+
 def test_stdlib_platform_module_is_not_shadowed():
     out = subprocess.run(
         [sys.executable, "-c", "import platform; print(platform.system())"],
