@@ -9,6 +9,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipelines.topics import TRANSACTIONS
+from quality.rules import Between, SumNonNegative
 from streaming.define import Count, Max, Pipeline, Sum, Tumbling
 
 VERSION = "v1"
@@ -34,4 +35,9 @@ PIPELINE = Pipeline(
     version=VERSION,
     plan=PLAN,
     description="Transactions per customer and hour (1 h tumbling windows on ts, grace 10 min).",
+    quality=(
+        Between("txn_count", min_value=1),
+        Between("max_amount", min_value=0),
+        SumNonNegative("total_amount"),
+    ),
 )

@@ -7,6 +7,8 @@ from __future__ import annotations
 import pyarrow.compute as pc
 
 from pipelines.topics import CUSTOMERS, TRANSACTIONS
+from quality.reference import ISO_3166_ALPHA2
+from quality.rules import Between, InSet
 from streaming.define import Pipeline
 
 VERSION = "v1"
@@ -33,6 +35,7 @@ PIPELINE = Pipeline(
     version=VERSION,
     plan=PLAN,
     publish="transactions_enriched",
+    quality=(InSet("country", tuple(sorted(ISO_3166_ALPHA2))), Between("amount", min_value=0)),
     description=(
         "Each transaction with the customer's country and name as of its time; suspicious when "
         "the customer did not exist then or lives in another country."

@@ -82,7 +82,7 @@ def run_checks(
     checks: Sequence[Check],
     *,
     suite_name: str,
-    key_column: str | None = None,
+    key_column: str | Sequence[str] | None = None,
     docs_dir: str | Path | None = None,
 ) -> GxRun:
     """Validate ``df`` against ``checks`` with Great Expectations.
@@ -96,7 +96,8 @@ def run_checks(
         df: the data; cache it first when it is expensive, GE scans it several times.
         checks: the expectations, in report order.
         suite_name: the GE suite (and asset) name; also names the Data Docs pages.
-        key_column: a column whose values identify failing rows in the evidence.
+        key_column: a column whose values identify failing rows in the evidence, or the
+            columns of a composite key (shown joined by ", ").
         docs_dir: keep both runs in a file GE project in this directory and build its Data
             Docs (the page returned is the counts run's; the evidence run is in the index).
 
@@ -106,8 +107,9 @@ def run_checks(
     import great_expectations as gx
 
     full: dict[str, Any] = {"result_format": "SUMMARY", "partial_unexpected_count": EXAMPLES}
-    if key_column is not None and key_column in df.columns:
-        full["unexpected_index_column_names"] = [key_column]
+    keys = [key_column] if isinstance(key_column, str) else list(key_column or ())
+    if keys and all(k in df.columns for k in keys):
+        full["unexpected_index_column_names"] = keys
     counts_only = {"result_format": "BASIC", "partial_unexpected_count": 0}
 
     if docs_dir is None:
@@ -115,12 +117,12 @@ def run_checks(
     else:
         context = file_context(docs_dir)
     result, run_id = _validate(context, df, checks, suite_name, counts_only)
-    outcomes = _outcomes(result, checks, key_column, df)
+    outcomes = _outcomes(result, checks, keys, df)
     failed = {o.name for o in outcomes if not o.success and o.unexpected_count}
     if failed:
         again = [c for c in checks if c.name in failed]
         evidence, _ = _validate(context, df, again, f"{suite_name}.evidence", full)
-        found = {o.name: o for o in _outcomes(evidence, again, key_column, df)}
+        found = {o.name: o for o in _outcomes(evidence, again, keys, df)}
         outcomes = [
             o.model_copy(
                 update={
@@ -187,11 +189,11 @@ def _validate(
 
 
 def _outcomes(
-    result: Any, checks: Sequence[Check], key_column: str | None, df: DataFrame
+    result: Any, checks: Sequence[Check], keys: Sequence[str], df: DataFrame
 ) -> list[ExpectationOutcome]:
     by_name = {check.name: check for check in checks}
     present = set(df.columns)
-    outcomes = [_outcome(r, by_name, key_column, present) for r in result.results]
+    outcomes = [_outcome(r, by_name, keys, present) for r in result.results]
     order = {check.name: i for i, check in enumerate(checks)}
     outcomes.sort(key=lambda o: order.get(o.name, len(order)))
     return outcomes
@@ -245,7 +247,7 @@ def _observed(result: Mapping[str, Any]) -> Any:
 
 
 def _outcome(
-    res: Any, checks: Mapping[str, Check], key: str | None, present: set[str]
+    res: Any, checks: Mapping[str, Check], key: Sequence[str], present: set[str]
 ) -> ExpectationOutcome:
     config = res.expectation_config
     meta = config.meta or {}
@@ -255,10 +257,14 @@ def _outcome(
     column = kwargs.get("column")
     if column is None and "column_A" in kwargs:
         column = f"{kwargs['column_A']} = {kwargs['column_B']}"
+    if column is None and "column_list" in kwargs:
+        column = ", ".join(kwargs["column_list"])
     result = res.result or {}
     index_rows = result.get("partial_unexpected_index_list") or []
     keys = tuple(
-        show(row.get(key)) for row in index_rows if isinstance(row, Mapping) and key in row
+        ", ".join(show(row[k]) for k in key)
+        for row in index_rows
+        if key and isinstance(row, Mapping) and all(k in row for k in key)
     )
     count = result.get("unexpected_count")
     return ExpectationOutcome(

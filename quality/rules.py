@@ -175,16 +175,22 @@ class TableSpec:
 
     Attributes:
         name: the table's logical name (the pipeline name), used for suite and report names.
-        key: the key column; it must be non-null and unique.
+        key: the key column, or the columns of a composite key (a tuple); each key column
+            must be non-null and the key unique.
         schema: column -> Spark simple type string ("string", "bigint", "decimal(18,2)").
             Stored in Spark's canonical spelling ("long" becomes "bigint").
         rules: the domain rules, checked in order.
     """
 
     name: str
-    key: str
+    key: str | tuple[str, ...]
     schema: Mapping[str, str]
     rules: tuple[Rule, ...] = ()
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """The key's columns (one for a simple key)."""
+        return (self.key,) if isinstance(self.key, str) else self.key
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -193,9 +199,15 @@ class TableSpec:
         schema = {str(col): normalize_type(type_) for col, type_ in self.schema.items()}
         object.__setattr__(self, "schema", schema)
         object.__setattr__(self, "rules", tuple(self.rules))
-        if self.key not in schema:
-            msg = f"TableSpec {self.name!r}: key {self.key!r} is not a column of its schema"
+        if not isinstance(self.key, str):
+            object.__setattr__(self, "key", tuple(self.key))
+        if not self.keys:
+            msg = f"TableSpec {self.name!r}: name the key column(s)"
             raise SpecError(msg)
+        for column in self.keys:
+            if column not in schema:
+                msg = f"TableSpec {self.name!r}: key {column!r} is not a column of its schema"
+                raise SpecError(msg)
         for rule in self.rules:
             if not isinstance(rule, Rule):
                 msg = f"TableSpec {self.name!r}: {rule!r} is not a quality.rules.Rule"

@@ -36,7 +36,6 @@ def table_checks(spec: TableSpec, now_ms: int) -> list[Check]:
         spec: the table's declared key, schema and rules.
         now_ms: "now" for time-relative rules, epoch milliseconds.
     """
-    key = spec.key
     columns = ", ".join(spec.schema)
     checks = [
         Check(
@@ -44,10 +43,16 @@ def table_checks(spec: TableSpec, now_ms: int) -> list[Check]:
             f"key {key} not null",
             "ExpectColumnValuesToNotBeNull",
             {"column": key},
-        ),
-        Check(
-            f"unique({key})", f"key {key} unique", "ExpectColumnValuesToBeUnique", {"column": key}
-        ),
+        )
+        for key in spec.keys
+    ]
+    key = ", ".join(spec.keys)
+    if len(spec.keys) == 1:
+        unique = ("ExpectColumnValuesToBeUnique", {"column": key})
+    else:
+        unique = ("ExpectCompoundColumnsToBeUnique", {"column_list": list(spec.keys)})
+    checks += [
+        Check(f"unique({key})", f"key {key} unique", *unique),
         Check(
             "columns",
             f"columns are exactly {columns}",
@@ -126,7 +131,7 @@ def validate_table(
             df,
             table_checks(spec, now),
             suite_name=spec.name,
-            key_column=spec.key,
+            key_column=spec.keys,
             docs_dir=docs_dir,
         )
         extra = exact_type_outcomes(df, spec)

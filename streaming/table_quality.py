@@ -31,7 +31,7 @@ def run_table_suite(
     session = (spark or session_provider(settings.spark))()
     result = validate_table(
         read_spark(session, deployment.table_path),
-        pipeline.quality,
+        pipeline.quality_spec,
         docs_dir=settings.home.validation_docs(deployment.id),
     )
     save_result(settings.home.validation(deployment.id), result)

@@ -82,7 +82,7 @@ def quality_checks(pipelines: Mapping[str, Pipeline]) -> dict[str, AssetChecksDe
     return {
         name: quality_check(AssetKey(table_key_path(name)), pipeline)
         for name, pipeline in pipelines.items()
-        if pipeline.quality
+        if pipeline.quality_spec
     }
 
 

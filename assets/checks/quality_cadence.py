@@ -59,7 +59,7 @@ def suites_due(
     """
     due = []
     for name, pipeline in sorted(registry(settings.pipelines).items()):
-        if not pipeline.quality:
+        if not pipeline.quality_spec:
             continue
         for version in deployed_versions(settings.home, name):
             deployment = Deployment(name, version, settings.home)

@@ -49,7 +49,9 @@ class Pipeline:
         publish: a topic the live version publishes the table's changes to (a compacted
             changelog: key, row as JSON, null on delete); read it with :meth:`output_topic`.
         settings: anything else that shapes the output; part of the fingerprint.
-        quality: the table's quality spec (``quality.rules.TableSpec``), if declared.
+        quality: for a ``transform``, the table's quality spec (``quality.rules.TableSpec``), if
+            declared; for a ``plan``, only the domain rules (e.g. ``(Between("n", 1),)``): the
+            spec's key and schema derive from the plan. Read the result as ``quality_spec``.
         comparison: thresholds and expected changes for comparing a new version with the live
             one (``quality.rules.ComparisonPolicy``); the defaults when None.
         promotion: ``"auto"``: a candidate that caught up and passed every blocking comparison
@@ -72,6 +74,8 @@ class Pipeline:
     quality: Any = None
     comparison: Any = None
     promotion: Literal["manual", "auto"] = "manual"
+    # The table's quality spec (``quality.rules.TableSpec``): declared, or derived from the plan.
+    quality_spec: Any = field(init=False, repr=False, compare=False, default=None)
 
     def __post_init__(self) -> None:
         validate_pipeline_name(self.name)
@@ -101,6 +105,8 @@ class Pipeline:
                 check_required(parse_value_schema(self.value_schema), self.required)
         except ValueError as exc:
             raise DefineError(f"pipeline {self.name}: {exc}") from exc
+        spec = self._plan_quality(self.plan) if self.plan is not None else self.quality
+        object.__setattr__(self, "quality_spec", spec)
         if self.promotion not in ("manual", "auto"):
             msg = f"pipeline {self.name}: promotion must be 'manual' or 'auto', not "
             msg += repr(self.promotion)
@@ -116,6 +122,26 @@ class Pipeline:
         object.__setattr__(self, "topics", plan.topics)
         object.__setattr__(self, "table", ChangeRows(key=plan.key[0], also=plan.key[1:]))
         object.__setattr__(self, "table_schema", plan.table_schema())
+
+    def _plan_quality(self, plan: Plan) -> Any:
+        """The quality spec of a plan's table: its key and schema, and the declared rules."""
+        from quality.errors import SpecError
+        from quality.rules import Rule, TableSpec
+
+        if isinstance(self.quality, TableSpec):
+            msg = (
+                f"pipeline {self.name}: a plan's table schema derives from its topics, and so "
+                "does its quality spec; give only the rules, e.g. "
+                "quality=(Between('txn_count', min_value=1),)"
+            )
+            raise DefineError(msg)
+        rules = (self.quality,) if isinstance(self.quality, Rule) else tuple(self.quality or ())
+        columns = {f.name: f.type_name for f in parse_value_schema(ddl_of(self.table_schema))}
+        key = plan.key[0] if len(plan.key) == 1 else plan.key
+        try:
+            return TableSpec(name=self.name, key=key, schema=columns, rules=rules)
+        except SpecError as exc:
+            raise DefineError(f"pipeline {self.name}: {exc}") from exc
 
     def output_topic(self) -> Topic:
         """The published changelog as a topic another pipeline reads (as a table)."""

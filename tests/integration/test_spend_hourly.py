@@ -21,6 +21,7 @@ from streaming.define.registry import get_pipeline, registry
 from streaming.delta.table_reader import commits, read_arrow
 from streaming.kafka.offsets import from_spark
 from streaming.run.deployment import Deployment
+from streaming.table_quality import run_table_suite
 from streaming.versions.live_pointer import history, live_version, switch
 from streaming.versions.promotion import promote
 from tests.integration.helpers import kill_mid_run, run_until_caught_up
@@ -74,6 +75,11 @@ def test_sigkills_mid_run_then_resume_equal_the_reference(spark, settings, broke
     run_until_caught_up(spark, settings, "spend_hourly", max_offsets_per_trigger=500)
     records = replay_stamped(settings.kafka.bootstrap_servers, ["transactions"])
     _check_commits(settings, records, "v1")
+    # The quality suite derived from the plan (composite key, schema) and its rules hold.
+    pipeline = get_pipeline(settings.pipelines, "spend_hourly")
+    _, suite = run_table_suite(settings, pipeline, spark=lambda: spark)
+    assert suite.success, suite.failures
+    assert suite.outcome("unique(customer_id, window_start)").element_count == suite.row_count > 40
 
 
 def _half_hourly(v1: Pipeline) -> Pipeline:

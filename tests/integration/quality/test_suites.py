@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ from pyspark.sql import functions as F
 
 from pipelines.customer_spend import QUALITY as CUSTOMER_SPEND
 from pipelines.customers import QUALITY as CUSTOMERS
+from pipelines.spend_hourly import PIPELINE as SPEND_HOURLY
 from quality import (
     NotInFuture,
     TableSpec,
@@ -135,3 +137,28 @@ def test_build_suite_gives_ge_the_spec() -> None:
     ]
     future, rule = suite.expectations[-1], not_in_future(CUSTOMERS)
     assert (future.column, future.max_value) == ("updated_at", NOW_MS + rule.tolerance_ms)
+
+
+def test_a_composite_key_must_be_unique_as_a_whole_and_each_part_not_null(
+    spark: SparkSession,
+) -> None:
+    spec = SPEND_HOURLY.quality_spec  # derived from the plan: key (customer_id, window_start)
+    rows = [
+        ("c1", 0, 1, Decimal("5.00"), Decimal("5.00")),
+        ("c1", 3_600_000, 2, Decimal("7.50"), Decimal("5.00")),  # same customer, next hour
+        ("c2", 0, 1, Decimal("1.00"), Decimal("1.00")),
+        ("c2", 0, 1, Decimal("2.00"), Decimal("2.00")),  # the key (c2, 0) twice
+        (None, 0, 1, Decimal("3.00"), Decimal("3.00")),
+    ]
+    schema = ", ".join(f"{c} {t}" for c, t in spec.schema.items())
+    result = validate_table(spark.createDataFrame(rows, schema), spec, now_ms=NOW_MS)
+
+    assert not result.success
+    unique = result.outcome("unique(customer_id, window_start)")
+    assert (unique.success, unique.unexpected_count) == (False, 2)
+    assert set(unique.unexpected_keys) == {"c2, 0"}
+    null = result.outcome("not_null(customer_id)")
+    assert (null.success, null.unexpected_count) == (False, 1)
+    assert result.outcome("not_null(window_start)").success
+    failed = {o.name for o in result.outcomes if not o.success}
+    assert failed == {"unique(customer_id, window_start)", "not_null(customer_id)"}

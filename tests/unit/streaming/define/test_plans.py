@@ -7,6 +7,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
+from quality.rules import Between, TableSpec
 from streaming.define import Count, Pipeline, Topic, Tumbling
 from streaming.errors import DefineError
 
@@ -89,3 +90,23 @@ def test_a_published_table_is_a_topic_with_the_table_schema() -> None:
     topic = pipeline.output_topic()
     assert topic.changelog and topic.key == "order_id"
     assert topic.schema() == pipeline.table_schema
+
+
+def test_a_plans_quality_spec_derives_its_key_and_schema_and_takes_the_declared_rules() -> None:
+    rule = Between("orders", min_value=1)
+    plan = ORDERS.stream().window(Tumbling(60_000), by="user", aggregations=PER_USER)
+    spec = Pipeline(name="per_user", version="v1", plan=plan, quality=(rule,)).quality_spec
+    assert spec.keys == ("user", "window_start") and spec.rules == (rule,)
+    assert dict(spec.schema) == dict(
+        user="string", window_start="bigint", window_end="bigint", orders="bigint"
+    )
+    bare = Pipeline(name="tiered", version="v1", plan=_plan()).quality_spec
+    assert bare.key == "order_id" and bare.rules == ()
+
+
+def test_a_plan_refuses_a_whole_quality_spec_and_a_rule_on_a_missing_column() -> None:
+    spec = TableSpec("tiered", key="order_id", schema={"order_id": "string"})
+    with pytest.raises(DefineError, match="give only the rules"):
+        Pipeline(name="tiered", version="v1", plan=_plan(), quality=spec)
+    with pytest.raises(DefineError, match="names a column not in the schema"):
+        Pipeline(name="tiered", version="v1", plan=_plan(), quality=(Between("nope", 0),))
