@@ -1,16 +1,18 @@
-"""A composite key as the one key column the comparison joins on.
+"""A composite key as one value: the column the comparison joins on, and the text reports show.
 
 A table keyed by several columns (a window's ``customer_id`` and ``window_start``) is compared
 on one string column holding the key as JSON, e.g. ``{"customer_id":"c1","window_start":0}``:
 exact (unlike joining the parts with a separator, which a value containing it makes ambiguous)
-and readable in the examples a report shows. The parts leave the compared columns: they are
-equal by definition on every key in both versions.
+and readable in the examples a report shows; a table suite's failing rows show their key the
+same way (:func:`key_text`). The parts leave the compared columns: they are equal by definition
+on every key in both versions.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+import json
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from quality.errors import QualityError
 
@@ -54,3 +56,8 @@ def one_key_column(
         return df.select(as_json.alias(name), *rest)
 
     return keyed(old), keyed(new), name
+
+
+def key_text(row: Mapping[str, Any], parts: Sequence[str]) -> str:
+    """A composite key's value as the comparison's key column spells it (compact JSON)."""
+    return json.dumps({p: row[p] for p in parts}, separators=(",", ":"), default=str)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from quality.composite_key import key_text
 from quality.data_docs import DataDocsLinks, build_data_docs, file_context, quiet
 from quality.formatting import jsonable, show
 from quality.outcomes import ExpectationOutcome
@@ -97,7 +98,7 @@ def run_checks(
         checks: the expectations, in report order.
         suite_name: the GE suite (and asset) name; also names the Data Docs pages.
         key_column: a column whose values identify failing rows in the evidence, or the
-            columns of a composite key (shown joined by ", ").
+            columns of a composite key (shown as ``quality.composite_key.key_text``).
         docs_dir: keep both runs in a file GE project in this directory and build its Data
             Docs (the page returned is the counts run's; the evidence run is in the index).
 
@@ -262,7 +263,7 @@ def _outcome(
     result = res.result or {}
     index_rows = result.get("partial_unexpected_index_list") or []
     keys = tuple(
-        ", ".join(show(row[k]) for k in key)
+        show(row[key[0]]) if len(key) == 1 else key_text(row, key)
         for row in index_rows
         if key and isinstance(row, Mapping) and all(k in row for k in key)
     )

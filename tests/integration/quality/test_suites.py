@@ -156,7 +156,7 @@ def test_a_composite_key_must_be_unique_as_a_whole_and_each_part_not_null(
     assert not result.success
     unique = result.outcome("unique(customer_id, window_start)")
     assert (unique.success, unique.unexpected_count) == (False, 2)
-    assert set(unique.unexpected_keys) == {"c2, 0"}
+    assert set(unique.unexpected_keys) == {'{"customer_id":"c2","window_start":0}'}
     null = result.outcome("not_null(customer_id)")
     assert (null.success, null.unexpected_count) == (False, 1)
     assert result.outcome("not_null(window_start)").success
