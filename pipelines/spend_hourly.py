@@ -10,25 +10,32 @@ import pyarrow.compute as pc
 
 from pipelines.topics import TRANSACTIONS
 from quality.rules import Between, SumNonNegative
-from streaming.define import Count, Max, Pipeline, Sum, Tumbling
+from streaming.define import Count, Max, Pipeline, Plan, Sum, Tumbling
 
 VERSION = "v1"
 
-PLAN = (
-    TRANSACTIONS.stream()
-    .window(
-        Tumbling(size_ms=3_600_000),
-        by="customer_id",
-        aggregations={
-            "txn_count": Count(),
-            "total_amount": Sum("amount"),
-            "max_amount": Max("amount"),
-        },
-        grace=timedelta(minutes=10),
+
+def spend_per_window(size_ms: int) -> Plan:
+    """Per customer and tumbling window of ``size_ms`` on ``ts``: count, total and largest
+    amount (a version with other windows changes only the size)."""
+    return (
+        TRANSACTIONS.stream()
+        .window(
+            Tumbling(size_ms=size_ms),
+            by="customer_id",
+            aggregations={
+                "txn_count": Count(),
+                "total_amount": Sum("amount"),
+                "max_amount": Max("amount"),
+            },
+            grace=timedelta(minutes=10),
+        )
+        .with_columns(total_amount=pc.field("total_amount").cast(pa.decimal128(18, 2)))
+        .select("txn_count", "total_amount", "max_amount")
     )
-    .with_columns(total_amount=pc.field("total_amount").cast(pa.decimal128(18, 2)))
-    .select("txn_count", "total_amount", "max_amount")
-)
+
+
+PLAN = spend_per_window(3_600_000)
 
 PIPELINE = Pipeline(
     name="spend_hourly",

@@ -16,6 +16,9 @@ VERSION = "v1"
 country = pc.field("country")
 customer_country = pc.field("customer_country")
 
+# The rule: no such customer at the transaction's time, or a transaction from another country.
+SUSPICIOUS = pc.if_else(customer_country.is_null(), True, customer_country != country)
+
 PLAN = (
     TRANSACTIONS.stream()
     .join_as_of(
@@ -25,9 +28,7 @@ PLAN = (
         columns={"country": "customer_country", "name": "customer_name"},
         how="left",
     )
-    .with_columns(
-        suspicious=pc.if_else(customer_country.is_null(), True, customer_country != country)
-    )
+    .with_columns(suspicious=SUSPICIOUS)
 )
 
 PIPELINE = Pipeline(

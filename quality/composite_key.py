@@ -20,12 +20,6 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 
-def key_name(key: str | Sequence[str]) -> str:
-    """The name of the column the versions are joined on: the key itself, or the parts joined
-    by ", " for a composite key."""
-    return key if isinstance(key, str) else ", ".join(key)
-
-
 def one_key_column(
     old: DataFrame, new: DataFrame, key: str | Sequence[str]
 ) -> tuple[DataFrame, DataFrame, str]:
@@ -48,7 +42,7 @@ def one_key_column(
         return old, new, parts[0]
     from pyspark.sql import functions as F
 
-    name = key_name(parts)
+    name = ", ".join(parts)  # e.g. "customer_id, window_start"
     as_json = F.to_json(F.struct(*[F.col(p) for p in parts]), {"ignoreNullFields": "false"})
 
     def keyed(df: DataFrame) -> DataFrame:

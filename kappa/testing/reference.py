@@ -82,6 +82,15 @@ def replay_stamped(bootstrap: str, topics: list[str]) -> list[Stamped]:
         consumer.close()
 
 
+def log_ends(records: Iterable[Record | Stamped]) -> dict[str, dict[int, int]]:
+    """Per topic and partition, the offset after the last record read back (the log's end)."""
+    ends: dict[str, dict[int, int]] = {}
+    for r in records:
+        parts = ends.setdefault(r.topic, {})
+        parts[r.partition] = max(parts.get(r.partition, 0), r.offset + 1)
+    return ends
+
+
 def changelog_table(records: Iterable[Record | Stamped]) -> dict[str, dict[str, Any]]:
     """A changelog topic read back as a table: per key the value at the highest offset of its
     partition, decoded as JSON; a tombstone deletes."""

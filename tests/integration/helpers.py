@@ -8,17 +8,18 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pyarrow as pa
 from deltalake import CommitProperties, write_deltalake
 
-from kappa.testing.reference import table_state
+from kappa.testing.reference import Stamped, table_state
 from streaming.define import Pipeline
 from streaming.define.registry import get_pipeline
 from streaming.delta.commit_info import BATCH_ID, END_OFFSETS
 from streaming.delta.table_reader import commits, read_arrow
+from streaming.kafka.offsets import from_spark
 from streaming.run.deployment import Deployment
 from streaming.run.options import RunOptions
 from streaming.run.reporting import Snapshot
@@ -85,6 +86,58 @@ def kill_mid_run(
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
     return committed_batches(settings, name)
+
+
+def kill_twice_mid_run(
+    settings: Settings, name: str, max_offsets: int, batches: int
+) -> tuple[int, int]:
+    """:func:`kill_mid_run` once the table has ``batches`` commits, then again (resumed from
+    its checkpoint) after 3 more; the commits the table had at each kill."""
+    first = kill_mid_run(settings, name, max_offsets, batches, timeout_s=240)
+    return first, kill_mid_run(settings, name, max_offsets, first + 3)
+
+
+def late_dead_letters(settings: Settings, name: str, version: str) -> set[tuple[str, int, int]]:
+    """(topic, partition, offset) of every record the version dead-lettered as ``late``."""
+    path = Deployment(name, version, settings.home).dead_letter_path
+    rows = read_arrow(path).to_pylist() if path.exists() else []
+    return {(r["topic"], r["partition"], r["offset"]) for r in rows if r["error"] == "late"}
+
+
+# A plain-Python evaluation of a pipeline on the records of a log prefix: rows and late records.
+Reference = Callable[
+    [list[Stamped], dict[str, dict[int, int]]], tuple[dict[Any, Any], set[tuple[str, int, int]]]
+]
+
+
+def check_commits(
+    settings: Settings,
+    name: str,
+    version: str,
+    records: list[Stamped],
+    reference: Reference,
+    key: str | tuple[str, ...],
+    every: int = 1,
+) -> tuple[int, dict[Any, dict[str, Any]]]:
+    """Compare the table at every ``every``-th commit (and the last) with ``reference`` on
+    the ``records`` of the offsets that commit records; check that the dead letters hold exactly
+    the late records. Returns how many commits there are and the last table, keyed as the
+    reference keys it (``key``: a column, or the columns of a composite key)."""
+    deployment = Deployment(name, version, settings.home)
+    history = commits(deployment.table_path)
+    assert [c.batch_id for c in history] == list(range(len(history)))
+    chosen = history[::every]
+    if chosen[-1] is not history[-1]:
+        chosen.append(history[-1])
+    for commit in chosen:
+        expected, late = reference(records, from_spark(commit.end_offsets))
+        rows = read_arrow(deployment.table_path, commit.table_version).to_pylist()
+        actual = {r[key] if isinstance(key, str) else tuple(r[k] for k in key): r for r in rows}
+        message = f"{version} batch {commit.batch_id}: {len(actual)} vs {len(expected)} rows"
+        assert actual == expected, message
+    assert late_dead_letters(settings, name, version) == late
+    assert late, "the input has late records"
+    return len(history), actual
 
 
 def kappa(

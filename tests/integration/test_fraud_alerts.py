@@ -9,7 +9,7 @@ import pytest
 
 from kappa.testing.enrichment import enriched_reference
 from kappa.testing.producing import fraud_events, send
-from kappa.testing.reference import changelog_table, replay_stamped
+from kappa.testing.reference import changelog_table, log_ends, replay_stamped
 from streaming.delta.table_reader import read_arrow
 from streaming.run.deployment import Deployment
 from tests.integration.helpers import run_until_caught_up
@@ -22,12 +22,7 @@ def test_alerts_are_the_suspicious_transactions_in_table_and_topic(spark, settin
     run_until_caught_up(spark, settings, "transactions_enriched", max_offsets_per_trigger=300)
     run_until_caught_up(spark, settings, "fraud_alerts", max_offsets_per_trigger=200)
     inputs = replay_stamped(settings.kafka.bootstrap_servers, ["customers", "transactions"])
-    ends: dict[str, dict[int, int]] = {}
-    for r in inputs:
-        ends.setdefault(r.topic, {})[r.partition] = max(
-            ends.get(r.topic, {}).get(r.partition, 0), r.offset + 1
-        )
-    enriched, _ = enriched_reference(inputs, ends)
+    enriched, _ = enriched_reference(inputs, log_ends(inputs))
     expected = {k: row for k, row in enriched.items() if row["suspicious"]}
     assert 0 < len(expected) < len(enriched)
 

@@ -19,7 +19,7 @@ import pytest
 from dagster import AssetCheckKey, AssetKey, DagsterInstance
 
 from kappa.testing.producing import customer_changes, send
-from kappa.testing.reference import Record, customers_state, replay, table_state
+from kappa.testing.reference import Record, customers_state, log_ends, replay, table_state
 from streaming.delta.table_reader import commits, last_end_offsets, read_arrow
 from streaming.kafka import offsets as off
 from streaming.run.deployment import Deployment
@@ -193,9 +193,7 @@ def test_sensor_driven_reprocess_promote_rollback_retire(platform: Platform, cod
 
     # with the producer stopped, the live table converges on the whole log
     records = replay(settings.kafka.bootstrap_servers, "customers")
-    ends: off.OffsetMap = {"customers": {}}
-    for r in records:
-        ends["customers"][r.partition] = max(ends["customers"].get(r.partition, 0), r.offset + 1)
+    ends = log_ends(records)
     assert wait_until(
         lambda: last_end_offsets(_deployment(platform, "v2").table_path) == ends,
         timeout_s=120,

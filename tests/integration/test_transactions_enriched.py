@@ -16,17 +16,22 @@ import pytest
 
 from kappa.testing.enrichment import enriched_reference
 from kappa.testing.producing import fraud_events, send
-from kappa.testing.reference import replay_stamped
-from pipelines.topics import CUSTOMERS, TRANSACTIONS
+from kappa.testing.reference import log_ends, replay_stamped
+from pipelines.transactions_enriched import SUSPICIOUS
 from quality.rules import ComparisonPolicy
 from streaming.define import Pipeline
 from streaming.define.registry import get_pipeline, registry
-from streaming.delta.table_reader import commits, read_arrow
+from streaming.delta.table_reader import read_arrow
 from streaming.kafka.offsets import from_spark
 from streaming.run.deployment import Deployment
 from streaming.versions.live_pointer import live_version, switch
 from streaming.versions.promotion import compare_versions, promote
-from tests.integration.helpers import kill_mid_run, run_until_caught_up
+from tests.integration.helpers import (
+    check_commits,
+    kill_twice_mid_run,
+    late_dead_letters,
+    run_until_caught_up,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -38,31 +43,9 @@ def _rows(path: Any, version: int | None = None) -> dict[str, dict[str, Any]]:
     return {row["txn_id"]: row for row in read_arrow(path, version).to_pylist()}
 
 
-def _prefix(end_offsets: dict) -> dict[str, dict[int, int]]:
-    return {t: {int(p): int(o) for p, o in parts.items()} for t, parts in end_offsets.items()}
-
-
-def _late_dead_letters(settings: Any, version: str) -> set[tuple[str, int, int]]:
-    path = Deployment(NAME, version, settings.home).dead_letter_path
-    if not path.exists():
-        return set()
-    rows = read_arrow(path).to_pylist()
-    return {(r["topic"], r["partition"], r["offset"]) for r in rows if r["error"] == "late"}
-
-
 def _check_commits(settings: Any, version: str, records: list, every: int = 1) -> int:
-    """Compare the table at every ``every``-th commit (and the last) with the reference."""
-    path = Deployment(NAME, version, settings.home).table_path
-    history = commits(path)
-    assert [c.batch_id for c in history] == list(range(len(history)))
-    chosen = history[::every] if every > 1 else history
-    if chosen[-1] is not history[-1]:
-        chosen = [*chosen, history[-1]]
-    for commit in chosen:
-        expected, _ = enriched_reference(records, _prefix(commit.end_offsets))
-        actual = _rows(path, commit.table_version)
-        assert actual == expected, f"batch {commit.batch_id}: {len(actual)} vs {len(expected)} rows"
-    return len(history)
+    """How many commits the table has, each ``every``-th and the last equal to the reference."""
+    return check_commits(settings, NAME, version, records, enriched_reference, "txn_id", every)[0]
 
 
 def test_equals_the_reference_at_every_commit_and_dead_letters_exactly_the_late(
@@ -72,9 +55,9 @@ def test_equals_the_reference_at_every_commit_and_dead_letters_exactly_the_late(
     run_until_caught_up(spark, settings, NAME, max_offsets_per_trigger=400)
     records = replay_stamped(settings.kafka.bootstrap_servers, TOPICS)
     assert _check_commits(settings, "v1", records) >= 5
-    expected, late = enriched_reference(records, _prefix_of_all(records))
+    expected, late = enriched_reference(records, log_ends(records))
     assert _rows(Deployment(NAME, "v1", settings.home).table_path) == expected
-    assert len(late) > 10 and _late_dead_letters(settings, "v1") == late
+    assert len(late) > 10 and late_dead_letters(settings, NAME, "v1") == late
     assert 0 < sum(r["suspicious"] for r in expected.values()) < len(expected)
     assert any(r["customer_country"] is None for r in expected.values())
 
@@ -91,30 +74,21 @@ def test_batch_caps_give_the_definition_at_equal_offsets(spark, settings, broker
         _check_commits(settings, version, records, every=25)
     tables = [_rows(Deployment(NAME, v, settings.home).table_path) for v in ("cap1", "cap997")]
     assert tables[0] == tables[1] == _rows(Deployment(NAME, "whole", settings.home).table_path)
-    late = _late_dead_letters(settings, "cap1")
-    assert late and late == _late_dead_letters(settings, "cap997")
-    assert late == _late_dead_letters(settings, "whole")
+    late = late_dead_letters(settings, NAME, "cap1")
+    assert late and late == late_dead_letters(settings, NAME, "cap997")
+    assert late == late_dead_letters(settings, NAME, "whole")
 
 
 def test_sigkills_mid_run_then_resume_equal_the_reference(spark, settings, broker):
     send(settings, fraud_events(6000, seed=23))
-    first = kill_mid_run(settings, NAME, max_offsets=150, batches=4, timeout_s=240)
-    second = kill_mid_run(settings, NAME, max_offsets=150, batches=first + 3)
+    first, second = kill_twice_mid_run(settings, NAME, max_offsets=150, batches=4)
     assert 4 <= first < second < 40
 
     run_until_caught_up(spark, settings, NAME, max_offsets_per_trigger=1000)
     records = replay_stamped(settings.kafka.bootstrap_servers, TOPICS)
     assert _check_commits(settings, "v1", records, every=5) > second
-    _, late = enriched_reference(records, _prefix_of_all(records))
-    assert _late_dead_letters(settings, "v1") == late
-
-
-def _prefix_of_all(records: list) -> dict[str, dict[int, int]]:
-    ends: dict[str, dict[int, int]] = {}
-    for r in records:
-        parts = ends.setdefault(r.topic, {})
-        parts[r.partition] = max(parts.get(r.partition, 0), r.offset + 1)
-    return ends
+    _, late = enriched_reference(records, log_ends(records))
+    assert late_dead_letters(settings, NAME, "v1") == late
 
 
 LARGE = Decimal(100)
@@ -123,19 +97,8 @@ LARGE = Decimal(100)
 def _large_only(v1: Pipeline) -> Pipeline:
     """v2's rule: suspicious only from 100 up (the same join), declared as a change of
     ``suspicious``."""
-    cc, amount = pc.field("customer_country"), pc.field("amount")
-    foreign = pc.if_else(cc.is_null(), True, cc != pc.field("country"))
-    plan = (
-        TRANSACTIONS.stream()
-        .join_as_of(
-            CUSTOMERS.table(),
-            on="customer_id",
-            key="txn_id",
-            columns={"country": "customer_country", "name": "customer_name"},
-            how="left",
-        )
-        .with_columns(suspicious=foreign & (amount >= pa.scalar(LARGE, pa.decimal128(18, 2))))
-    )
+    large = pc.field("amount") >= pa.scalar(LARGE, pa.decimal128(18, 2))
+    plan = v1.plan.with_columns(suspicious=SUSPICIOUS & large)  # type: ignore[union-attr]
     policy = ComparisonPolicy(expected_changed_columns=frozenset({"suspicious"}))
     return dataclasses.replace(v1, version="v2", plan=plan, comparison=policy)
 
@@ -163,7 +126,7 @@ def test_a_changed_rule_is_compared_at_equal_offsets_and_promoted(
     # at the offsets the comparison used.
     records = replay_stamped(settings.kafka.bootstrap_servers, TOPICS)
     at = from_spark(promotion.switch.comparison["at_offsets"]["offsets"])
-    assert at == _prefix_of_all(records)
+    assert at == log_ends(records)
     expected, _ = enriched_reference(records, at)
     flipped = {t for t, r in expected.items() if r["suspicious"] and r["amount"] < LARGE}
     result = promotion.comparison
