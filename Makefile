@@ -7,9 +7,13 @@ env:
 run: env
 	.venv/bin/kappa up $(ARGS)
 
+# The test files are spread over WORKERS processes (pytest-xdist), one file per worker at a time so
+# a file's fixtures stay shared by its tests; `make test WORKERS=0` runs them in this process.
+WORKERS ?= 2
+
 test: env
 	.venv/bin/ruff check .
-	.venv/bin/python -m pytest
+	.venv/bin/python -m pytest -n $(WORKERS) --dist loadfile
 
 lint: env
 	.venv/bin/ruff check .

@@ -41,3 +41,15 @@ def spark(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-
     session = build_spark_session(private_settings(home).spark, app_name="kappa-tests")
     yield session
     session.stop()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Files with a long scenario (marker ``slow``) first, each file's tests kept together.
+
+    `make test` spreads the files over workers: started first, the long files run beside each
+    other and the short ones fill in after them, instead of one long file finishing alone at
+    the end while the other worker idles.
+    """
+    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
+    first_seen = {path: i for i, path in reversed(list(enumerate(i.path for i in items)))}
+    items.sort(key=lambda item: (item.path not in slow_files, first_seen[item.path]))

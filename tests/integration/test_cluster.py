@@ -23,7 +23,7 @@ from streaming.settings import REPO_ROOT, Settings
 from streaming.wait import wait_until
 from tests.integration.helpers import table_rows
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from kappa.testing.settings import private_settings
 from tests.integration.helpers import table_rows
 from tests.integration.materializing import materialize_table
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
 def test_data_loss_fails_the_step_with_cause_and_log_tail_and_is_not_retried(settings, broker):
