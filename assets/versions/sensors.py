@@ -51,7 +51,7 @@ from assets.versions.metadata import overview_metadata
 from streaming.define.registry import registry
 from streaming.settings import Settings
 from streaming.versions.comparable import deployed_versions
-from streaming.versions.decisions import candidate_to_launch, comparison_to_run
+from streaming.versions.decisions import RunState, candidate_to_launch, comparison_to_run
 from streaming.versions.overview import overview
 
 
@@ -144,14 +144,14 @@ def _candidates(context: SensorEvaluationContext, kappa: KappaSettings) -> Senso
                 )
             )
             cursor[name] = digest
-        tags = {
-            PIPELINE_TAG: name,
-            VERSION_TAG: pipeline.version,
-            LIVE_TAG: view.live_version or "",
-        }
-        decision = comparison_to_run(
-            settings, pipeline, run_state(context.instance, promote_version.name, tags)
-        )
+        candidate = {PIPELINE_TAG: name, VERSION_TAG: pipeline.version}
+
+        def runs_against(live: str, candidate: Mapping[str, str] = candidate) -> RunState:
+            tags = {**candidate, LIVE_TAG: live}
+            return run_state(context.instance, promote_version.name, tags)
+
+        decision = comparison_to_run(settings, pipeline, runs_against)
+        tags = {**candidate, LIVE_TAG: decision.live or ""}
         context.log.info(decision.reason)
         reasons.append(decision.reason)
         if decision.act:

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -34,10 +35,13 @@ class Decision:
     act: bool
     reason: str
     version: str | None = None
+    live: str | None = None  # the live version the decision was taken against
 
 
-def _decision(pipeline: Pipeline, reason: str, act: bool = False) -> Decision:
-    return Decision(pipeline.name, act, f"{pipeline.name}: {reason}", pipeline.version)
+def _decision(
+    pipeline: Pipeline, reason: str, act: bool = False, live: str | None = None
+) -> Decision:
+    return Decision(pipeline.name, act, f"{pipeline.name}: {reason}", pipeline.version, live)
 
 
 def candidate_to_launch(settings: Settings, pipeline: Pipeline, runs: RunState) -> Decision:
@@ -75,42 +79,55 @@ def candidate_to_launch(settings: Settings, pipeline: Pipeline, runs: RunState) 
     )
 
 
-def comparison_to_run(settings: Settings, pipeline: Pipeline, runs: RunState) -> Decision:
-    """``runs``: the state of the latest comparison run of this candidate against this live."""
+def comparison_to_run(
+    settings: Settings, pipeline: Pipeline, runs_against: Callable[[str], RunState]
+) -> Decision:
+    """``runs_against(live)``: the state of the latest comparison run of this candidate against
+    that live version. The live pointer is read once, and the run state asked of that version:
+    a rollback landing while the sensor evaluates must not make an earlier comparison look
+    missing (that would promote the rolled-back version again)."""
     versions = pipeline_versions(settings, pipeline.name)
     live = versions.live
     declared = pipeline.version
     name = pipeline.name
 
     if live is None or versions.role(declared) == Role.LIVE:
-        return _decision(pipeline, "no candidate (the declared version is live)")
+        return _decision(pipeline, "no candidate (the declared version is live)", live=live)
     candidate = Deployment(name, declared, settings.home)
     live_at = last_end_offsets(Deployment(name, live, settings.home).table_path)
     at = last_end_offsets(candidate.table_path)
     if live_at is None or at is None:
-        return _decision(pipeline, f"candidate {declared} or live {live} has not committed yet")
+        return _decision(
+            pipeline, f"candidate {declared} or live {live} has not committed yet", live=live
+        )
     behind, pct = progress(at, live_at)
+    runs = runs_against(live)
     if runs == "active":
-        return _decision(pipeline, f"comparing {declared} with {live}")
+        return _decision(pipeline, f"comparing {declared} with {live}", live=live)
     if runs == "succeeded":
         action = "promoted" if pipeline.promotion == "auto" else "waiting for a manual promotion"
-        return _decision(pipeline, f"{declared} passed the comparison with {live}; {action}")
+        return _decision(
+            pipeline, f"{declared} passed the comparison with {live}; {action}", live=live
+        )
     if runs == "failed" and _failed_comparison(settings, name, live, declared):
         return _decision(
             pipeline,
             f"{declared} failed the comparison with {live} (see the candidate checks); fix the "
             "code and bump the version, or promote with force",
+            live=live,
         )
     if behind > WITHIN_REACH_RECORDS and pct < WITHIN_REACH_PCT:
         return _decision(
             pipeline,
             f"candidate {declared} is {pct:.1f}% caught up ({behind} records behind)",
+            live=live,
         )
     return _decision(
         pipeline,
         f"candidate {declared} is {pct:.1f}% caught up ({behind} records behind {live}); "
         f"comparing at equal offsets, then {pipeline.promotion} promotion",
         act=True,
+        live=live,
     )
 
 

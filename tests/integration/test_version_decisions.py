@@ -57,17 +57,39 @@ def test_candidate_is_compared_when_within_reach_and_not_twice(settings, monkeyp
     pipeline = get_pipeline(settings.pipelines, "customers")
     commit_customers(settings, "v1", {0: 400_000, 1: 400_000})
     commit_customers(settings, "v2", {0: 100_000, 1: 0})
-    waiting = comparison_to_run(settings, pipeline, "none")
+    waiting = comparison_to_run(settings, pipeline, lambda _: "none")
     assert not waiting.act and "12.5% caught up (700000 records behind)" in waiting.reason
 
     commit_customers(settings, "v2", {0: 400_000, 1: 380_000}, batch=1)
-    decision = comparison_to_run(settings, pipeline, "none")
+    decision = comparison_to_run(settings, pipeline, lambda _: "none")
     assert decision.act and "auto promotion" in decision.reason
-    assert not comparison_to_run(settings, pipeline, "active").act
-    done = comparison_to_run(settings, pipeline, "succeeded")
+    assert not comparison_to_run(settings, pipeline, lambda _: "active").act
+    done = comparison_to_run(settings, pipeline, lambda _: "succeeded")
     assert not done.act and "passed" in done.reason
     # a comparison run that failed before comparing (e.g. not caught up in time) is retried
-    assert comparison_to_run(settings, pipeline, "failed").act
+    assert comparison_to_run(settings, pipeline, lambda _: "failed").act
+
+
+def test_a_rolled_back_candidate_is_not_promoted_again(settings, monkeypatch):
+    """The sensor asks for the comparison runs against the live version the decision read, and
+    tags the run with it: after promote v2 then rollback to v1, the comparison v2 passed against
+    v1 is found and v2 is not promoted again behind the user's back."""
+    claim_first(settings.home, "customers", "v1", "first deployment")
+    _v2(settings, monkeypatch, promotion="auto")
+    pipeline = get_pipeline(settings.pipelines, "customers")
+    commit_customers(settings, "v1", {0: 400_000, 1: 400_000})
+    commit_customers(settings, "v2", {0: 400_000, 1: 400_000})
+    switch(settings.home, "customers", "v2", "promote")
+    switch(settings.home, "customers", "v1", "rollback")
+    asked: list[str] = []
+
+    def runs_against(live: str) -> str:
+        asked.append(live)
+        return "succeeded" if live == "v1" else "none"  # v2 was compared against v1 only
+
+    decision = comparison_to_run(settings, pipeline, runs_against)
+    assert asked == ["v1"] and decision.live == "v1"
+    assert not decision.act and "v2 passed the comparison with v1" in decision.reason
 
 
 def test_replaced_versions_expire_after_the_retention_window(settings):
