@@ -7,13 +7,14 @@ env:
 run: env
 	.venv/bin/kappa up $(ARGS)
 
-# The test files are spread over WORKERS processes (pytest-xdist), one file per worker at a time so
-# a file's fixtures stay shared by its tests; `make test WORKERS=0` runs them in this process.
+# The test files are spread over WORKERS processes (pytest-xdist) in the order and units
+# tests/conftest.py gives them (a file, or the heavy files together, stays on one worker);
+# `make test WORKERS=0` runs them in this process.
 WORKERS ?= 2
 
 test: env
 	.venv/bin/ruff check .
-	.venv/bin/python -m pytest -n $(WORKERS) --dist loadfile
+	.venv/bin/python -m pytest -n $(WORKERS) --dist loadfile --no-loadscope-reorder
 
 lint: env
 	.venv/bin/ruff check .

@@ -43,13 +43,42 @@ def spark(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-
     session.stop()
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Files with a long scenario (marker ``slow``) first, each file's tests kept together.
+# The heaviest files (several Spark JVMs, Dagster and a browser each): `make test` runs them one
+# after another on one worker, never beside each other, while the other worker runs the rest.
+HEAVY_FILES = frozenset(
+    {
+        "test_browser_reprocessing.py",
+        "test_reprocessing_e2e.py",
+        "test_faults.py",
+        "test_restart.py",
+        "test_deploy_from_asset_page.py",
+    }
+)
 
-    `make test` spreads the files over workers: started first, the long files run beside each
-    other and the short ones fill in after them, instead of one long file finishing alone at
-    the end while the other worker idles.
-    """
-    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The heavy files first, then the other files with a long scenario (marker ``slow``), each
+    file's tests kept together: started first, the long ones never finish alone at the end while
+    the other worker idles (`make test` keeps this order with ``--no-loadscope-reorder``)."""
+    slow = {item.path for item in items if item.get_closest_marker("slow")}
     first_seen = {path: i for i, path in reversed(list(enumerate(i.path for i in items)))}
-    items.sort(key=lambda item: (item.path not in slow_files, first_seen[item.path]))
+    items.sort(
+        key=lambda item: (
+            item.path.name not in HEAVY_FILES,
+            item.path not in slow,
+            first_seen[item.path],
+        )
+    )
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """Units of work for the workers: a file (its fixtures stay shared), or all the heavy files
+    as one unit."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class FileOrHeavyScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return "heavy" if path.rsplit("/", 1)[-1] in HEAVY_FILES else path
+
+    return FileOrHeavyScheduling(config, log)
