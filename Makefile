@@ -7,14 +7,14 @@ env:
 run: env
 	.venv/bin/kappa up $(ARGS)
 
-# The test files are spread over WORKERS processes (pytest-xdist) in the order and units
-# tests/conftest.py gives them (a file, or the heavy files together, stays on one worker);
-# `make test WORKERS=0` runs them in this process.
+# The test files are spread over WORKERS processes (pytest-xdist), a file's tests on one worker so
+# its fixtures stay shared; `make test WORKERS=0` runs them in this process. On the 2-core machine
+# two workers are about as fast as one process (README, Tests): the suite is CPU-bound there.
 WORKERS ?= 2
 
 test: env
 	.venv/bin/ruff check .
-	.venv/bin/python -m pytest -n $(WORKERS) --dist loadfile --no-loadscope-reorder
+	.venv/bin/python -m pytest -n $(WORKERS) --dist loadfile
 
 lint: env
 	.venv/bin/ruff check .
