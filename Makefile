@@ -7,10 +7,10 @@ env:
 run: env
 	.venv/bin/kappa up $(ARGS)
 
-# The test files are spread over WORKERS processes (pytest-xdist), a file's tests on one worker so
-# its fixtures stay shared; `make test WORKERS=0` runs them in this process. On the 2-core machine
-# two workers are about as fast as one process (README, Tests): the suite is CPU-bound there.
-WORKERS ?= 2
+# `make test WORKERS=2` spreads the test files over two pytest-xdist processes, a file's tests on
+# one worker so its fixtures stay shared. The default is one process: on the 2-core machine the
+# suite is CPU-bound and two workers were not faster (README, Tests).
+WORKERS ?= 0
 
 test: env
 	.venv/bin/ruff check .
