@@ -18,6 +18,7 @@ version's partition.
 import hashlib
 import json
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 from dagster import (
@@ -145,12 +146,9 @@ def _candidates(context: SensorEvaluationContext, kappa: KappaSettings) -> Senso
             )
             cursor[name] = digest
         candidate = {PIPELINE_TAG: name, VERSION_TAG: pipeline.version}
-
-        def runs_against(live: str, candidate: Mapping[str, str] = candidate) -> RunState:
-            tags = {**candidate, LIVE_TAG: live}
-            return run_state(context.instance, promote_version.name, tags)
-
-        decision = comparison_to_run(settings, pipeline, runs_against)
+        decision = comparison_to_run(
+            settings, pipeline, partial(_comparison_runs, context.instance, candidate)
+        )
         tags = {**candidate, LIVE_TAG: decision.live or ""}
         context.log.info(decision.reason)
         reasons.append(decision.reason)
@@ -174,3 +172,10 @@ def _candidates(context: SensorEvaluationContext, kappa: KappaSettings) -> Senso
         cursor=json.dumps(cursor),
         asset_events=events,
     )
+
+
+def _comparison_runs(
+    instance: DagsterInstance, candidate: Mapping[str, str], live: str
+) -> RunState:
+    """The state of the latest promote_version run of ``candidate`` against ``live``."""
+    return run_state(instance, promote_version.name, {**candidate, LIVE_TAG: live})

@@ -91,43 +91,34 @@ def comparison_to_run(
     declared = pipeline.version
     name = pipeline.name
 
+    def decide(reason: str, act: bool = False) -> Decision:
+        return _decision(pipeline, reason, act, live)
+
     if live is None or versions.role(declared) == Role.LIVE:
-        return _decision(pipeline, "no candidate (the declared version is live)", live=live)
+        return decide("no candidate (the declared version is live)")
     candidate = Deployment(name, declared, settings.home)
     live_at = last_end_offsets(Deployment(name, live, settings.home).table_path)
     at = last_end_offsets(candidate.table_path)
     if live_at is None or at is None:
-        return _decision(
-            pipeline, f"candidate {declared} or live {live} has not committed yet", live=live
-        )
+        return decide(f"candidate {declared} or live {live} has not committed yet")
     behind, pct = progress(at, live_at)
     runs = runs_against(live)
     if runs == "active":
-        return _decision(pipeline, f"comparing {declared} with {live}", live=live)
+        return decide(f"comparing {declared} with {live}")
     if runs == "succeeded":
         action = "promoted" if pipeline.promotion == "auto" else "waiting for a manual promotion"
-        return _decision(
-            pipeline, f"{declared} passed the comparison with {live}; {action}", live=live
-        )
+        return decide(f"{declared} passed the comparison with {live}; {action}")
     if runs == "failed" and _failed_comparison(settings, name, live, declared):
-        return _decision(
-            pipeline,
+        return decide(
             f"{declared} failed the comparison with {live} (see the candidate checks); fix the "
-            "code and bump the version, or promote with force",
-            live=live,
+            "code and bump the version, or promote with force"
         )
     if behind > WITHIN_REACH_RECORDS and pct < WITHIN_REACH_PCT:
-        return _decision(
-            pipeline,
-            f"candidate {declared} is {pct:.1f}% caught up ({behind} records behind)",
-            live=live,
-        )
-    return _decision(
-        pipeline,
+        return decide(f"candidate {declared} is {pct:.1f}% caught up ({behind} records behind)")
+    return decide(
         f"candidate {declared} is {pct:.1f}% caught up ({behind} records behind {live}); "
         f"comparing at equal offsets, then {pipeline.promotion} promotion",
         act=True,
-        live=live,
     )
 
 

@@ -33,6 +33,9 @@ from tests.integration.helpers import kappa, table_rows
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
+Payload = tuple[bytes | None, bytes | None]  # key, value
+Acked = tuple[str, int, int, bytes | None, bytes | None]  # topic, partition, offset, key, value
+
 
 class AckedProducer(threading.Thread):
     """Customer changes at ~150/s, remembering every record the broker acknowledged."""
@@ -48,7 +51,7 @@ class AckedProducer(threading.Thread):
                 "message.timeout.ms": 600_000,  # the broker is down for a while, twice
             }
         )
-        self.acked: list[tuple[str, int, int, bytes | None, bytes | None]] = []
+        self.acked: list[Acked] = []
         self.failed: list[str] = []
         self.stop = threading.Event()
 
@@ -183,7 +186,7 @@ def test_stop_and_kill_lose_no_acknowledged_record_and_deployments_resume(tmp_pa
         assert wait_until(lambda: _covers(table, ends), 180, 1.0), "the table never caught up"
         assert table_rows(settings, "customers") == customers_state(log)
         platform.ctrl_c()
-        if lost and _offsets_acknowledged_twice(lost, producer.acked, log):
+        if lost and _offsets_acknowledged_twice(lost, producer.acked, in_log):
             pytest.xfail(
                 f"the broker acknowledged {len(lost)} records at offsets it had acknowledged "
                 "earlier for other records, which the log still holds there (tansu 0.6.0 s3 "
@@ -210,15 +213,16 @@ def _wait_for_new_commit(table: Path, after: int | None, timeout_s: float = 240)
     return found
 
 
-def _offsets_acknowledged_twice(lost: list[tuple], acked: list[tuple], log: list) -> bool:  # type: ignore[type-arg]
+def _offsets_acknowledged_twice(
+    lost: list[Acked], acked: list[Acked], in_log: dict[tuple[str, int, int], Payload]
+) -> bool:
     """Whether the broker acknowledged every lost record at an offset it had acknowledged earlier
     for a different record, and the log holds that earlier record there: two acknowledgements of
     one offset contradict each other, so the loss happened inside the broker, not in the
     platform (which does not produce here)."""
-    first: dict[tuple, tuple] = {}  # type: ignore[type-arg]
+    first: dict[tuple[str, int, int], Payload] = {}
     for record in acked:
         first.setdefault(record[:3], record[3:])
-    in_log = {(r.topic, r.partition, r.offset): (r.key, r.value) for r in log}
     return all(first[a[:3]] != a[3:] and in_log.get(a[:3]) == first[a[:3]] for a in lost)
 
 

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import uuid
 
 import pytest
-from dagster import DagsterInstance, build_sensor_context
+from dagster import DagsterInstance, DagsterRun, DagsterRunStatus, build_sensor_context
 
+import assets.versions.sensors as version_sensors
 from assets.checks.quality_cadence import quality_sensor
 from assets.definitions import defs
 from assets.resources import KappaSettings
@@ -18,7 +20,8 @@ from kappa.testing.producing import customer_changes, send
 from streaming.define.registry import get_pipeline, registry
 from streaming.run.deployment import Deployment
 from streaming.run.lock import DeploymentLock
-from streaming.versions.live_pointer import claim_first
+from streaming.versions.live_pointer import claim_first, switch
+from streaming.versions.overview import overview
 from tests.integration.helpers import commit_customers
 
 pytestmark = pytest.mark.integration
@@ -100,3 +103,47 @@ def test_a_running_version_is_validated_once_committed_then_on_its_cadence(
     finally:
         lock.release()
     assert tick().run_requests == []  # a version that is not running is not validated
+
+
+def test_a_rollback_landing_mid_evaluation_does_not_promote_the_candidate_again(
+    settings, broker, env, monkeypatch
+):
+    """v2 passed its comparison against v1 and was promoted; the user rolls back to v1 while the
+    candidate sensor evaluates. The sensor must find that comparison (tagged with live v1) and
+    leave v1 live, not compare and auto-promote v2 again."""
+    instance = DagsterInstance.ephemeral()
+    sensor = _sensor("candidate_sensor")
+    claim_first(settings.home, "customers", "v1", "first deployment")
+    v1 = get_pipeline(settings.pipelines, "customers")
+    monkeypatch.setitem(
+        registry(settings.pipelines),
+        "customers",
+        dataclasses.replace(v1, version="v2", promotion="auto"),
+    )
+    commit_customers(settings, "v1", {0: 400, 1: 400})
+    commit_customers(settings, "v2", {0: 400, 1: 400})
+    [request] = [
+        r
+        for r in sensor(build_sensor_context(instance=instance, resources=env)).run_requests
+        if r.tags["kappa/pipeline"] == "customers"
+    ]
+    assert (request.tags["kappa/version"], request.tags["kappa/live"]) == ("v2", "v1")
+    instance.add_run(
+        DagsterRun(
+            job_name=request.job_name,
+            run_id=str(uuid.uuid4()),
+            status=DagsterRunStatus.SUCCESS,
+            tags=request.tags,
+        )
+    )
+    switch(settings.home, "customers", "v2", "promote")
+
+    def overview_then_rollback(settings, name):  # type: ignore[no-untyped-def]
+        view = overview(settings, name)  # the sensor has read the versions: v2 is live
+        if name == "customers":
+            switch(settings.home, name, "v1", "rollback")
+        return view
+
+    monkeypatch.setattr(version_sensors, "overview", overview_then_rollback)
+    result = sensor(build_sensor_context(instance=instance, resources=env))
+    assert [r for r in result.run_requests if r.tags["kappa/pipeline"] == "customers"] == []
