@@ -186,7 +186,7 @@ def measure(hours: float, rate: float, work: Path, linger_ms: int | None) -> dic
     overrides: dict[str, object] = {"broker.storage": "s3"}
     if linger_ms is not None:
         overrides["producer.linger_ms"] = linger_ms
-    settings = private_settings(work / f"home-{hours:g}h-{linger_ms}", **overrides)
+    settings = private_settings(work / f"home-{hours:g}h-{linger_ms}", full_jit=True, **overrides)
     start_log_broker(settings)
     try:
         ensure_topics(settings, list(TOPICS))

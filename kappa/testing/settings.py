@@ -7,6 +7,11 @@ from pathlib import Path
 
 from streaming.settings import Settings, load_settings
 
+# Test JVMs live seconds to minutes on small data, where C2 compiles code that has no time left
+# to pay back: capped at C1, a Spark driver spends about half the CPU (README, Tests). The
+# platform itself keeps the full JIT (README, Performance), and so do benchmarks of throughput.
+SHORT_LIVED_JIT = "-XX:TieredStopAtLevel=1"
+
 
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on right now."""
@@ -15,11 +20,14 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def private_settings(home: Path, broker_port: int | None = None, **overrides: object) -> Settings:
+def private_settings(
+    home: Path, broker_port: int | None = None, *, full_jit: bool = False, **overrides: object
+) -> Settings:
     """Settings rooted at ``home``, with their own embedded-broker, object-store and Dagster
     ports, and the broker's memory engine unless ``overrides`` say ``broker.storage``.
 
     Read from the config file only (not the environment), with ``overrides`` as dotted keys.
+    Spark's JVMs run with the JIT capped at C1 (:data:`SHORT_LIVED_JIT`) unless ``full_jit``.
     """
     port = broker_port or free_port()
     values = {
@@ -35,4 +43,7 @@ def private_settings(home: Path, broker_port: int | None = None, **overrides: ob
         "dagster.sensor_interval_s": 2,
         **overrides,
     }
+    if not full_jit:
+        for role in ("driver", "executor"):
+            values.setdefault(f"spark.conf.spark.{role}.extraJavaOptions", SHORT_LIVED_JIT)
     return load_settings(env={}, overrides=values)
