@@ -22,6 +22,7 @@ from dagster import (
     MetadataValue,
     asset_check,
     define_asset_job,
+    in_process_executor,
 )
 
 from assets.names import quality_job_name, table_key_path
@@ -94,4 +95,6 @@ def quality_job(pipeline: str, check: AssetChecksDefinition) -> "UnresolvedAsset
         selection=AssetSelection.checks(check),
         description=f"Run `{pipeline}`'s Great Expectations suite on one version's snapshot: "
         "launch with the tag dagster/partition=<version>.",
+        # One check: in the run's own process, without a step subprocess started for it.
+        executor_def=in_process_executor,
     )
