@@ -10,6 +10,7 @@ with one line and its evidence (``assets.refusals``).
 
 # No `from __future__ import annotations`: Dagster reads these annotations at definition time.
 
+from functools import partial
 from typing import Literal
 
 from dagster import (
@@ -161,31 +162,27 @@ def retire_expired(context: OpExecutionContext, kappa: KappaSettings) -> None:
 
 # Each job is one op: it runs in the run's own process, not in a step subprocess started for it
 # (one Python start less per run: Dagster, the definitions, pyspark and GE imported once).
-@job(
-    description="Compare a candidate with the live version and promote it if the checks pass.",
-    executor_def=in_process_executor,
+_one_op_job = partial(job, executor_def=in_process_executor)
+
+
+@_one_op_job(
+    description="Compare a candidate with the live version and promote it if the checks pass."
 )
 def promote_version() -> None:
     compare_and_promote()
 
 
-@job(
-    description="Roll a pipeline back to its previously live version.",
-    executor_def=in_process_executor,
-)
+@_one_op_job(description="Roll a pipeline back to its previously live version.")
 def rollback_version() -> None:
     rollback_live()
 
 
-@job(description="Stop and delete a version that is not live.", executor_def=in_process_executor)
+@_one_op_job(description="Stop and delete a version that is not live.")
 def retire_version() -> None:
     retire_one()
 
 
-@job(
-    description="Retire replaced versions whose rollback window has passed.",
-    executor_def=in_process_executor,
-)
+@_one_op_job(description="Retire replaced versions whose rollback window has passed.")
 def retire_expired_versions() -> None:
     retire_expired()
 
