@@ -147,7 +147,8 @@ class ObjectStore:
     def _spawn(self, binary: str, filer_port: int) -> subprocess.Popen[bytes]:
         with open(self.log_file, "ab") as log:
             proc = subprocess.Popen(
-                [binary, "mini", *self._arguments(filer_port)],
+                # glog's files would go to /tmp, outside the home: stderr is the home's log.
+                [binary, "-logtostderr", "mini", *self._arguments(filer_port)],
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,

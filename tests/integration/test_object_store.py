@@ -66,3 +66,19 @@ def test_after_stop_the_s3_port_is_free_and_the_store_starts_again(tmp_path):
             assert not store.status().running
     finally:
         store.stop()
+
+
+def test_the_store_writes_its_log_into_the_home_and_nothing_into_the_temp_dir(
+    tmp_path, monkeypatch
+):
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    # weed's logging library writes its files into $TMPDIR unless told otherwise.
+    monkeypatch.setenv("TMPDIR", str(temp))
+    store = ObjectStore(private_settings(tmp_path / "home", **{"broker.storage": "s3"}))
+    try:
+        store.start()
+    finally:
+        store.stop()
+    assert sorted(p.name for p in temp.iterdir()) == []
+    assert "Start Seaweed" in store.log_file.read_text(errors="replace")
