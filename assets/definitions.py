@@ -49,7 +49,7 @@ def defs() -> Definitions:
         sensors=[
             new_version_sensor(deploy_jobs, settings.dagster.sensor_interval_s),
             candidate_sensor(settings.dagster.sensor_interval_s),
-            quality_sensor(quality_jobs),
+            quality_sensor(quality_jobs, settings.dagster.sensor_interval_s),
         ],
         resources={"kappa": KappaSettings(), "spark": spark_resource(settings)},
     )

@@ -58,6 +58,8 @@ _ENV = {
     "KAPPA_RETRY_DELAY_S": "dagster.retry_delay_s",
     "KAPPA_SENSOR_INTERVAL_S": "dagster.sensor_interval_s",
     "KAPPA_RETENTION_HOURS": "versions.retention_hours",
+    "KAPPA_QUALITY_AUTO": "quality.auto",
+    "KAPPA_QUALITY_EVERY_S": "quality.every_s",
 }
 
 
@@ -192,8 +194,9 @@ class DagsterSettings(_Frozen):
     port: int = Field(default=3000, ge=1, le=65535)
     # The first delay before a crashed deployment is retried; each next one adds twice as much.
     retry_delay_s: float = Field(default=5.0, gt=0)
-    # How often the version sensors look for a new version or a caught-up candidate. Dagster's
-    # daemon evaluates sensors at most every 5 s, whatever is asked below that.
+    # How often the version sensors look for a new version or a caught-up candidate, and the
+    # quality sensor for a running version whose suite is due. Dagster's daemon evaluates
+    # sensors at most every 5 s, whatever is asked below that.
     sensor_interval_s: int = Field(default=10, ge=1)
 
 
@@ -202,6 +205,15 @@ class VersionSettings(_Frozen):
 
     retention_hours: float = Field(default=24.0, ge=0)
     compare_wait_s: float = Field(default=300.0, gt=0)
+
+
+class QualitySettings(_Frozen):
+    """Whether and how often ``quality_sensor`` runs each running version's suite by itself."""
+
+    # Off, a suite runs only when asked: the check's Execute in the UI or `kappa quality report
+    # --run`.
+    auto: bool = True
+    every_s: float = Field(default=600.0, gt=0)
 
 
 class Settings(_Frozen):
@@ -217,6 +229,7 @@ class Settings(_Frozen):
     cluster: ClusterSettings = Field(default_factory=ClusterSettings)
     dagster: DagsterSettings = Field(default_factory=DagsterSettings)
     versions: VersionSettings = Field(default_factory=VersionSettings)
+    quality: QualitySettings = Field(default_factory=QualitySettings)
 
     @field_validator("pipelines", mode="before")
     @classmethod

@@ -1,10 +1,11 @@
 """The quality suite's cadence while versions run: ``quality_sensor``.
 
 A running version's suite runs once its deployment has committed (and again after each restart of
-the deployment), then every ``QUALITY_EVERY_S``, as a check-only run of ``quality_<pipeline>`` on
+the deployment), then every ``quality.every_s``, as a check-only run of ``quality_<pipeline>`` on
 the version's partition. So ``quality_suite`` completes on its own cadence; a deployment run
 launched from the asset page, which also planned the check, sees it superseded by that run's
-result instead of showing it in progress for as long as it lives.
+result instead of showing it in progress for as long as it lives. With ``quality.auto`` off the
+sensor launches nothing and says so.
 """
 
 # No `from __future__ import annotations`: Dagster inspects the sensor function's annotations.
@@ -34,9 +35,6 @@ from streaming.run.lock import DeploymentLock
 from streaming.settings import Settings
 from streaming.versions.comparable import deployed_versions
 
-QUALITY_EVERY_S = 600.0
-INTERVAL_S = 30
-
 
 @dataclass(frozen=True)
 class SuiteDue:
@@ -45,18 +43,14 @@ class SuiteDue:
     reason: str
 
 
-def suites_due(
-    settings: Settings,
-    now: float,
-    launched: Mapping[str, float],
-    every_s: float = QUALITY_EVERY_S,
-) -> list[SuiteDue]:
+def suites_due(settings: Settings, now: float, launched: Mapping[str, float]) -> list[SuiteDue]:
     """The running versions whose suite should run now, with why.
 
     Due: the deployment has committed and its suite never ran, last ran (or was last launched,
     ``launched`` by deployment id: a failed run leaves no result) before the deployment
-    (re)started, or ``every_s`` ago or longer.
+    (re)started, or ``quality.every_s`` ago or longer.
     """
+    every_s = settings.quality.every_s
     due = []
     for name, pipeline in sorted(registry(settings.pipelines).items()):
         if not pipeline.quality_spec:
@@ -82,22 +76,28 @@ def suites_due(
     return due
 
 
-def quality_sensor(quality_jobs: Mapping[str, Any]) -> SensorDefinition:
-    """``quality_jobs``: each pipeline's ``quality_<pipeline>`` job, by pipeline name."""
+def quality_sensor(quality_jobs: Mapping[str, Any], interval_s: int) -> SensorDefinition:
+    """``quality_jobs``: each pipeline's ``quality_<pipeline>`` job, by pipeline name;
+    ``interval_s``: the least time between two evaluations (``dagster.sensor_interval_s``)."""
 
     @sensor(
         name="quality_sensor",
         jobs=list(quality_jobs.values()),
-        minimum_interval_seconds=INTERVAL_S,
+        minimum_interval_seconds=interval_s,
         default_status=DefaultSensorStatus.RUNNING,
         description="Runs each running version's quality suite once it has committed, after each "
-        f"restart, and every {QUALITY_EVERY_S:.0f} s.",
+        "restart, and every quality.every_s (600 s unless set), unless quality.auto is off.",
     )
     def _sensor(context: SensorEvaluationContext, kappa: KappaSettings) -> SensorResult:
+        settings = kappa.load()
+        if not settings.quality.auto:
+            return SensorResult(
+                skip_reason="automatic suite runs are off (quality.auto, KAPPA_QUALITY_AUTO)"
+            )
         now = time.time()
         launched = json.loads(context.cursor) if context.cursor else {}
         requests = []
-        for due in suites_due(kappa.load(), now, launched):
+        for due in suites_due(settings, now, launched):
             job = quality_job_name(due.pipeline)
             tags = {PIPELINE_TAG: due.pipeline, PARTITION_TAG: due.version}
             if (

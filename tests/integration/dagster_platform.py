@@ -54,7 +54,13 @@ class Platform:
 
 @contextmanager
 def running_platform(home: Path, **overrides: object) -> Iterator[Platform]:
-    """``overrides``: dotted settings, e.g. ``pipelines`` for a user's pipeline modules."""
+    """``overrides``: dotted settings, e.g. ``pipelines`` for a user's pipeline modules.
+
+    The quality sensor's own suite runs are off unless ``quality.auto`` is overridden: each is a
+    run process, a Spark session and a GE validation competing with the test for the CPU, and
+    only ``test_lifecycle`` checks them.
+    """
+    overrides.setdefault("quality.auto", False)
     settings = private_settings(home, **overrides)
     broker = EmbeddedBroker(settings)
     broker.start()

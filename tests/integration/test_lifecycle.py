@@ -9,9 +9,11 @@ import time
 import psutil
 import pytest
 
+from assets.names import PARTITION_TAG
 from kappa.deployments import deployment_statuses, latest_event
 from kappa.testing.producing import send, transactions
 from kappa.testing.reference import replay, spend_state, table_state
+from quality.report import load_result
 from streaming.delta.table_reader import read_arrow
 from streaming.run.deployment import Deployment
 from streaming.wait import wait_until
@@ -24,7 +26,9 @@ FAST = {"mode": "continuous", "trigger_interval": "0.5 seconds", "report_every_s
 
 @pytest.fixture(scope="module")
 def platform(tmp_path_factory):  # type: ignore[no-untyped-def]
-    with running_platform(tmp_path_factory.mktemp("lifecycle")) as running:
+    # The one platform test that keeps the quality sensor's own suite runs on (and checks one).
+    home = tmp_path_factory.mktemp("lifecycle")
+    with running_platform(home, **{"quality.auto": True}) as running:
         yield running
 
 
@@ -107,6 +111,24 @@ def test_launch_watch_stop_relaunch_without_loss(platform):
     assert _spend(platform) == expected
     platform.client.terminate_run(run_id)
     platform.wait_status(run_id, {"CANCELED"}, timeout_s=30)
+
+    # Meanwhile the quality sensor ran the running version's suite by itself, and it passed.
+    assert wait_until(lambda: "SUCCESS" in _suite_runs(platform), timeout_s=180, interval_s=1), (
+        _suite_runs(platform)
+    )
+    result = load_result(
+        settings.home.validation(Deployment("customer_spend", "v1", settings.home).id)
+    )
+    assert result.success and result.row_count > 0, result
+
+
+def _suite_runs(platform) -> list[str]:  # type: ignore[no-untyped-def]
+    """The statuses of the sensor's suite runs of customer_spend v1."""
+    return [
+        r.status
+        for r in platform.api.runs()
+        if r.job_name == "quality_customer_spend" and r.tags.get(PARTITION_TAG) == "v1"
+    ]
 
 
 def test_sigkilled_deployment_comes_back_by_itself(platform):

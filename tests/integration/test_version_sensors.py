@@ -13,7 +13,6 @@ import pytest
 from dagster import DagsterInstance, DagsterRun, DagsterRunStatus, build_sensor_context
 
 import assets.versions.sensors as version_sensors
-from assets.checks.quality_cadence import quality_sensor
 from assets.definitions import defs
 from assets.resources import KappaSettings
 from kappa.testing.producing import customer_changes, send
@@ -74,9 +73,7 @@ def test_versions_become_partitions_and_the_declared_one_runs_on_its_own(
 def test_a_running_version_is_validated_once_committed_then_on_its_cadence(
     settings, env, monkeypatch
 ):
-    sensor = quality_sensor(
-        {"customers": defs().resolve_job_def("quality_customers")}  # type: ignore[dict-item]
-    )
+    sensor = _sensor("quality_sensor")
     instance = DagsterInstance.ephemeral()
 
     def tick(cursor: str | None = None):  # type: ignore[no-untyped-def]
@@ -103,6 +100,36 @@ def test_a_running_version_is_validated_once_committed_then_on_its_cadence(
     finally:
         lock.release()
     assert tick().run_requests == []  # a version that is not running is not validated
+
+
+def test_the_suite_cadence_and_switch_come_from_the_settings(settings, env, monkeypatch):
+    sensor = _sensor("quality_sensor")
+    instance = DagsterInstance.ephemeral()
+
+    def tick():  # type: ignore[no-untyped-def]
+        return sensor(build_sensor_context(instance=instance, resources=env))
+
+    deployment = Deployment("customers", "v1", settings.home)
+    lock = DeploymentLock(deployment.lock_path)
+    lock.acquire(deployment.id, run_id="run-1")
+    try:
+        commit_customers(settings, "v1", {0: 1})
+        result = settings.home.validation(deployment.id)
+        result.parent.mkdir(parents=True, exist_ok=True)
+        result.write_text("{}")
+        started = lock.holder()["started_at"]  # type: ignore[index]
+        os.utime(result, (started, started))  # validated as the deployment started
+        assert tick().run_requests == []  # not due again before the default 600 s
+        monkeypatch.setenv("KAPPA_QUALITY_EVERY_S", "0.001")
+        assert [r.tags["dagster/partition"] for r in tick().run_requests] == ["v1"]
+
+        os.utime(result, (0, 0))  # due whatever the cadence, but automatic runs are off
+        monkeypatch.setenv("KAPPA_QUALITY_AUTO", "false")
+        off = tick()
+        assert off.run_requests == []
+        assert off.skip_reason is not None and "quality.auto" in off.skip_reason.skip_message
+    finally:
+        lock.release()
 
 
 def test_a_rollback_landing_mid_evaluation_does_not_promote_the_candidate_again(
