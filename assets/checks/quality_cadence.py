@@ -86,7 +86,7 @@ def quality_sensor(quality_jobs: Mapping[str, Any], interval_s: int) -> SensorDe
         minimum_interval_seconds=interval_s,
         default_status=DefaultSensorStatus.RUNNING,
         description="Runs each running version's quality suite once it has committed, after each "
-        "restart, and every quality.every_s (600 s unless set), unless quality.auto is off.",
+        "restart, and every quality.every_s, unless quality.auto is off.",
     )
     def _sensor(context: SensorEvaluationContext, kappa: KappaSettings) -> SensorResult:
         settings = kappa.load()

@@ -34,6 +34,14 @@ def env(settings, monkeypatch):  # type: ignore[no-untyped-def]
     return {"kappa": KappaSettings(home=str(settings.home))}
 
 
+def _validation_written(settings, deployment: Deployment):  # type: ignore[no-untyped-def]
+    """A suite result for the deployment, as a quality run leaves it (its mtime is the run's)."""
+    result = settings.home.validation(deployment.id)
+    result.parent.mkdir(parents=True, exist_ok=True)
+    result.write_text("{}")
+    return result
+
+
 def _sensor(name: str):  # type: ignore[no-untyped-def]
     return defs().resolve_sensor_def(name)
 
@@ -91,9 +99,7 @@ def test_a_running_version_is_validated_once_committed_then_on_its_cadence(
         assert request.tags["dagster/partition"] == "v2"
         assert tick(due.cursor).run_requests == []  # launched: not again before the cadence
 
-        result = settings.home.validation(deployment.id)
-        result.parent.mkdir(parents=True, exist_ok=True)
-        result.write_text("{}")
+        result = _validation_written(settings, deployment)
         assert tick().run_requests == []  # validated since the deployment started
         os.utime(result, (0, 0))  # validated long ago (and before this deployment started)
         assert [r.tags["dagster/partition"] for r in tick().run_requests] == ["v2"]
@@ -114,9 +120,7 @@ def test_the_suite_cadence_and_switch_come_from_the_settings(settings, env, monk
     lock.acquire(deployment.id, run_id="run-1")
     try:
         commit_customers(settings, "v1", {0: 1})
-        result = settings.home.validation(deployment.id)
-        result.parent.mkdir(parents=True, exist_ok=True)
-        result.write_text("{}")
+        result = _validation_written(settings, deployment)
         started = lock.holder()["started_at"]  # type: ignore[index]
         os.utime(result, (started, started))  # validated as the deployment started
         assert tick().run_requests == []  # not due again before the default 600 s
