@@ -119,13 +119,21 @@ class EmbeddedBroker:
         msg = f"the broker did not accept connections on {self.address} within {timeout_s:.0f} s"
         raise BrokerError(msg)
 
-    def stop(self, timeout_s: float = 10.0) -> bool:
-        """Stop the broker's process group; True if something was stopped."""
+    def stop(self, timeout_s: float = 10.0, *, drain: bool | None = None) -> bool:
+        """Stop the broker's process group; True if something was stopped.
+
+        ``drain``: let tansu finish the requests in flight (SIGTERM, on which it waits up to 5 s
+        for its client connections to close) instead of stopping at once (SIGINT). By default
+        only a durable engine drains: the memory engine's log is lost on stop anyway, and its
+        drain would only wait out every client still connected.
+        """
         pid = self._live_pid()
         if pid is None:
             self.pid_file.unlink(missing_ok=True)
             return False
-        stop_process_group(pid, timeout_s)
+        if drain is None:
+            drain = self.storage != self.MEMORY
+        stop_process_group(pid, timeout_s, first=signal.SIGTERM if drain else signal.SIGINT)
         self.pid_file.unlink(missing_ok=True)
         return True
 
@@ -155,10 +163,13 @@ def pid_alive(pid: int) -> bool:
     return not (zombie and fields.get("Threads", "1").strip() == "1")
 
 
-def stop_process_group(pid: int, timeout_s: float = 10.0) -> None:
-    """SIGTERM the process group led by ``pid``, then SIGKILL it after ``timeout_s``; returns
-    once the leader has exited with all its threads (``pid_alive``), its sockets closed."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
+def stop_process_group(
+    pid: int, timeout_s: float = 10.0, first: signal.Signals = signal.SIGTERM
+) -> None:
+    """Signal the process group led by ``pid`` with ``first``, then SIGKILL it after
+    ``timeout_s``; returns once the leader has exited with all its threads (``pid_alive``), its
+    sockets closed."""
+    for sig in (first, signal.SIGKILL):
         try:
             os.killpg(pid, sig)
         except ProcessLookupError:

@@ -46,10 +46,7 @@ class LogBrokerStatus:
 
 def log_broker_status(settings: Settings) -> LogBrokerStatus:
     broker = EmbeddedBroker(settings).status()
-    try:
-        recorded = json.loads(settings.home.broker_engine.read_text())
-    except (FileNotFoundError, ValueError):
-        recorded = {}
+    recorded = _recorded(settings)
     engine = recorded.get("engine") if broker.running else None
     data_dir = Path(recorded["data_dir"]) if engine == "s3" and recorded.get("data_dir") else None
     store = ObjectStore(settings).status()
@@ -84,11 +81,20 @@ def durable_broker(settings: Settings, store: ObjectStore) -> EmbeddedBroker:
 
 
 def stop_log_broker(settings: Settings) -> bool:
-    """Stop the broker, then the object store; True if anything was running."""
-    stopped = EmbeddedBroker(settings).stop()
+    """Stop the broker, then the object store; True if anything was running. A broker whose
+    engine is not recorded as memory drains its requests in flight first."""
+    stopped = EmbeddedBroker(settings).stop(drain=_recorded(settings).get("engine") != "memory")
     stopped = ObjectStore(settings).stop() or stopped
     settings.home.broker_engine.unlink(missing_ok=True)
     return stopped
+
+
+def _recorded(settings: Settings) -> dict[str, str]:
+    """The engine ``start_log_broker`` recorded for the running broker ({} if none)."""
+    try:
+        return json.loads(settings.home.broker_engine.read_text())
+    except (FileNotFoundError, ValueError):
+        return {}
 
 
 def _record(settings: Settings, engine: dict[str, str]) -> None:
