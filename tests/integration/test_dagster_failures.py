@@ -42,13 +42,14 @@ def test_data_loss_fails_the_step_with_cause_and_log_tail_and_is_not_retried(set
 
 def test_a_crash_is_retried_with_backoff_then_fails_with_its_cause_and_log_tail(tmp_path):
     """No broker: every attempt exits at once (code 2), so only the retry schedule takes time."""
-    settings = private_settings(tmp_path / "home", **{"dagster.retry_delay_s": 0.5})
+    settings = private_settings(tmp_path / "home", **{"dagster.retry_delay_s": 0.125})
     result = materialize_table(settings, "customers")
     assert not result.success
     events = result.all_events
     retries = [e for e in events if e.event_type == DagsterEventType.STEP_UP_FOR_RETRY]
-    # 5 retries, the n-th after retry_delay_s * (2**n - 1)
-    assert [r.event_specific_data.seconds_to_wait for r in retries] == [0.5, 1.5, 3.5, 7.5, 15.5]
+    # 5 retries, the n-th after retry_delay_s * (2**n - 1); eighths are exact in binary
+    waits = [r.event_specific_data.seconds_to_wait for r in retries]
+    assert waits == [0.125, 0.375, 0.875, 1.875, 3.875]
     restarts = [e for e in events if e.event_type == DagsterEventType.STEP_RESTARTED]
     assert len(restarts) == 5  # each retry did run the job again
     [failure] = [e for e in events if e.is_step_failure]
