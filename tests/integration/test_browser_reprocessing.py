@@ -68,7 +68,7 @@ class Producer(threading.Thread):
     def run(self) -> None:
         seed = 2000
         while not self.stopped.is_set():
-            send(self.platform.settings, customer_changes(50, seed=seed))
+            send(self.platform.settings, customer_changes(20, seed=seed))
             seed += 1
             self.stopped.wait(1.0)
 

@@ -65,7 +65,7 @@ class Producer(threading.Thread):
     def run(self) -> None:
         seed = 1000
         while not self.stopped.is_set():
-            self.sent += send(self.platform.settings, customer_changes(150, seed=seed))
+            self.sent += send(self.platform.settings, customer_changes(50, seed=seed))
             seed += 1
             self.stopped.wait(0.5)
 
