@@ -7,10 +7,11 @@ env:
 run: env
 	.venv/bin/kappa up $(ARGS)
 
-# `make test WORKERS=2` spreads the test files over two pytest-xdist processes, a file's tests on
-# one worker so its fixtures stay shared. The default is one process: on the 2-core machine the
-# suite is CPU-bound and two workers were not faster (README, Tests).
-WORKERS ?= 0
+# The test files are spread over WORKERS pytest-xdist processes, a file's tests on one worker so
+# its fixtures stay shared; WORKERS=0 runs one process. Two, because one process leaves about a
+# third of the 2-core machine idle while it waits on Spark, Dagster and process starts (README,
+# Tests).
+WORKERS ?= 2
 
 test: env
 	.venv/bin/ruff check .
