@@ -18,7 +18,7 @@ from deltalake import DeltaTable, QueryBuilder
 
 from streaming.delta.commit_info import Commit, parse_commit
 from streaming.delta.table_store import TableLocation
-from streaming.errors import TableNotFoundError
+from streaming.errors import TableError, TableNotFoundError
 from streaming.kafka import offsets as off
 
 if TYPE_CHECKING:
@@ -116,8 +116,31 @@ RECENT_ENTRIES = 20  # log entries read first when only the latest commit is wan
 
 def commits(where: Where) -> list[Commit]:
     """Every batch commit, oldest first, with the input offsets it reflects."""
-    found = (parse_commit(e) for e in open_table(where).history())
+    found = (parse_commit(e) for e in _history(open_table(where)))
     return sorted((c for c in found if c is not None), key=lambda c: c.table_version)
+
+
+HISTORY_ATTEMPTS = 20
+
+
+def _history(table: DeltaTable, limit: int | None = None) -> list[dict[str, Any]]:
+    """The table's log entries, newest first, each with its true ``version``; ``table`` is
+    brought up to date.
+
+    delta-rs lists every entry in storage but numbers them down from the version the table
+    object was loaded at, so an entry committed after the load shifts every number (a reader
+    would pair one commit's offsets with the previous commit's table version). A listing is
+    kept only when the table's newest version is the same before and after it.
+    """
+    for _ in range(HISTORY_ATTEMPTS):
+        table.update_incremental()
+        loaded = table.version()
+        entries = table.history(limit)
+        table.update_incremental()
+        if table.version() == loaded:
+            return entries
+    msg = f"{table.table_uri}: new commits kept landing while its history was read"
+    raise TableError(msg)
 
 
 def latest_commit(where: Where) -> Commit | None:
@@ -134,10 +157,10 @@ def latest_commit_of(table: DeltaTable) -> Commit | None:
 
     Reads only the newest log entries: the whole history only when none of those is a batch.
     """
-    recent = table.history(limit=RECENT_ENTRIES)
+    recent = _history(table, RECENT_ENTRIES)
     newest = _newest(recent)
     if newest is None and len(recent) == RECENT_ENTRIES:  # a long run of non-batch entries
-        newest = _newest(table.history())
+        newest = _newest(_history(table))
     return newest
 
 
