@@ -119,21 +119,19 @@ class EmbeddedBroker:
         msg = f"the broker did not accept connections on {self.address} within {timeout_s:.0f} s"
         raise BrokerError(msg)
 
-    def stop(self, timeout_s: float = 10.0, *, drain: bool | None = None) -> bool:
+    def stop(self, timeout_s: float = 10.0) -> bool:
         """Stop the broker's process group; True if something was stopped.
 
-        ``drain``: let tansu finish the requests in flight (SIGTERM, on which it waits up to 5 s
-        for its client connections to close) instead of stopping at once (SIGINT). By default
-        only a durable engine drains: the memory engine's log is lost on stop anyway, and its
-        drain would only wait out every client still connected.
+        A durable engine finishes the requests in flight first (SIGTERM, on which tansu waits up
+        to 5 s for its client connections to close); the memory engine stops at once (SIGINT):
+        its log is lost on stop anyway, and the drain would only wait out connected clients.
         """
         pid = self._live_pid()
         if pid is None:
             self.pid_file.unlink(missing_ok=True)
             return False
-        if drain is None:
-            drain = self.storage != self.MEMORY
-        stop_process_group(pid, timeout_s, first=signal.SIGTERM if drain else signal.SIGINT)
+        first = signal.SIGINT if self.storage == self.MEMORY else signal.SIGTERM
+        stop_process_group(pid, timeout_s, first)
         self.pid_file.unlink(missing_ok=True)
         return True
 

@@ -82,8 +82,10 @@ def durable_broker(settings: Settings, store: ObjectStore) -> EmbeddedBroker:
 
 def stop_log_broker(settings: Settings) -> bool:
     """Stop the broker, then the object store; True if anything was running. A broker whose
-    engine is not recorded as memory drains its requests in flight first."""
-    stopped = EmbeddedBroker(settings).stop(drain=_recorded(settings).get("engine") != "memory")
+    engine is not recorded as memory is stopped as a durable one (after its requests in flight)."""
+    memory = _recorded(settings).get("engine") == "memory"
+    storage = EmbeddedBroker.MEMORY if memory else S3_STORAGE
+    stopped = EmbeddedBroker(settings, storage=storage).stop()
     stopped = ObjectStore(settings).stop() or stopped
     settings.home.broker_engine.unlink(missing_ok=True)
     return stopped

@@ -133,7 +133,6 @@ def _history(table: DeltaTable, limit: int | None = None) -> list[dict[str, Any]
     kept only when the table's newest version is the same before and after it.
     """
     for _ in range(HISTORY_ATTEMPTS):
-        table.update_incremental()
         loaded = table.version()
         entries = table.history(limit)
         table.update_incremental()

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import pyarrow as pa
-from deltalake import write_deltalake
+from deltalake import DeltaTable, write_deltalake
 
 from streaming.define.table_kinds import Accumulate
 from streaming.delta.compacted_table import CompactedTable
-from streaming.delta.table_reader import RECENT_ENTRIES, commits, last_end_offsets, latest_commit
+from streaming.delta.table_reader import (
+    RECENT_ENTRIES,
+    commits,
+    last_end_offsets,
+    latest_commit,
+    latest_commit_of,
+)
 
 SCHEMA = pa.schema([("id", pa.string()), ("v", pa.string())])
 
@@ -32,10 +38,6 @@ def test_latest_commit_is_the_last_batch_even_behind_other_log_entries(tmp_path)
 def test_a_commit_landing_after_the_table_was_opened_keeps_its_own_version(tmp_path):
     """delta-rs numbers history entries from the version the table object was loaded at; a
     commit after the load must not shift the versions the readers pair with offsets."""
-    from deltalake import DeltaTable
-
-    from streaming.delta.table_reader import latest_commit_of
-
     path = tmp_path / "t"
     table = CompactedTable(path, SCHEMA, Accumulate("id", {"v": "s.v"}), "app")
     row = pa.Table.from_pylist([{"id": "a", "v": "x"}], schema=SCHEMA)
