@@ -24,7 +24,7 @@ from typing import Any, Self
 import psutil
 from deltalake import DeltaTable
 
-from kappa.processes import ManagedProcess, is_running
+from kappa.processes import ManagedProcess, wait_gone
 from streaming.delta.commit_info import END_OFFSETS
 from streaming.kafka import offsets as off
 from streaming.settings import REPO_ROOT
@@ -140,8 +140,7 @@ class StreamingJob:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait(timeout=30)
-        _, alive = psutil.wait_procs(tree, timeout=10)
-        return len([p for p in alive if is_running(p)])
+        return len(wait_gone(tree, 10))
 
     def stop(self, timeout_s: float = 60.0) -> int | None:
         """A graceful stop; SIGKILL if it does not end within ``timeout_s``. The exit code."""

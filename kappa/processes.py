@@ -15,6 +15,8 @@ from pathlib import Path
 
 import psutil
 
+from streaming.wait import wait_until
+
 
 class ManagedProcess:
     """A child process with its log file; ``stop()`` ends it and all its descendants."""
@@ -88,11 +90,19 @@ def kill_all(processes: Sequence[psutil.Process], timeout_s: float = 5.0) -> Non
     for proc in alive:
         with contextlib.suppress(psutil.NoSuchProcess):
             proc.terminate()
-    _, still = psutil.wait_procs(alive, timeout=timeout_s)
+    still = wait_gone(alive, timeout_s)
     for proc in still:
         with contextlib.suppress(psutil.NoSuchProcess):
             proc.kill()
-    psutil.wait_procs(still, timeout=timeout_s)
+    wait_gone(still, timeout_s)
+
+
+def wait_gone(processes: Sequence[psutil.Process], timeout_s: float) -> list[psutil.Process]:
+    """Wait until none of ``processes`` is running (exited, or a zombie); those still running
+    after ``timeout_s``. Polls ``is_running`` rather than ``psutil.wait_procs``, whose pidfd wait
+    can raise ``FileNotFoundError`` for a process that has just exited."""
+    wait_until(lambda: not any(is_running(p) for p in processes), timeout_s, interval_s=0.05)
+    return [p for p in processes if is_running(p)]
 
 
 def is_running(proc: psutil.Process) -> bool:

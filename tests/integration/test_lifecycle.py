@@ -11,6 +11,7 @@ import pytest
 
 from assets.names import PARTITION_TAG
 from kappa.deployments import deployment_statuses, latest_event
+from kappa.processes import wait_gone
 from kappa.testing.producing import send, transactions
 from kappa.testing.reference import replay, spend_state, table_state
 from quality.report import load_result
@@ -97,7 +98,7 @@ def test_launch_watch_stop_relaunch_without_loss(platform):
     platform.client.terminate_run(run_id)
     stopped_at = time.monotonic()
     platform.wait_status(run_id, {"CANCELED"}, timeout_s=30)
-    _, alive = psutil.wait_procs(processes, timeout=max(1, 30 - (time.monotonic() - stopped_at)))
+    alive = wait_gone(processes, max(1, 30 - (time.monotonic() - stopped_at)))
     assert alive == []
     # It stopped by itself at a batch boundary (exit 0), not by the SIGKILL that follows 25 s
     # of ignoring SIGINT.

@@ -15,6 +15,7 @@ from dagster import DagsterInstance
 from kappa.broker import EmbeddedBroker
 from kappa.dagster_api import DagsterApi
 from kappa.deploy import launch, run_config
+from kappa.processes import wait_gone
 from streaming.run.deployment import Deployment
 from streaming.run.lock import DeploymentLock
 from streaming.settings import REPO_ROOT
@@ -85,7 +86,7 @@ def test_ctrl_c_stops_runs_then_every_process(settings, tmp_path):
         output = out_file.read_text(errors="replace")
         assert up.returncode == 0, diagnosis()
         assert "platform stopped" in output, diagnosis()
-        _, alive = psutil.wait_procs(tree, timeout=10)
+        alive = wait_gone(tree, 10)
         assert alive == [], [_cmdline(p) for p in alive]
         assert lock.holder() is None
         # Dagster's own storage says the run was terminated (not just killed with its tree).

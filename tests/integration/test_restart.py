@@ -22,6 +22,7 @@ import psutil
 import pytest
 from confluent_kafka import Producer
 
+from kappa.processes import wait_gone
 from kappa.testing.producing import customer_changes
 from kappa.testing.reference import customers_state, replay
 from kappa.testing.settings import private_settings
@@ -121,7 +122,7 @@ class Platform:
         self.proc.send_signal(signal.SIGINT)
         assert self.proc.wait(timeout=120) == 0, self.output
         assert "platform stopped" in self.output
-        _, alive = psutil.wait_procs(tree, timeout=15)
+        alive = wait_gone(tree, 15)
         assert alive == [], alive
 
     def kill_everything(self) -> None:
@@ -131,7 +132,7 @@ class Platform:
             for proc in tree:
                 with contextlib.suppress(psutil.NoSuchProcess):
                     proc.send_signal(sig)
-        _, alive = psutil.wait_procs(tree, timeout=15)
+        alive = wait_gone(tree, 15)
         assert alive == [], alive
         assert self.proc is not None
         self.proc.wait(timeout=10)
