@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any, Self
 
 import psutil
-from deltalake import DeltaTable
 
 from kappa.processes import ManagedProcess, wait_gone
 from streaming.delta.commit_info import END_OFFSETS
@@ -238,26 +237,26 @@ class CommitWatcher(threading.Thread):
         self._stop_event = threading.Event()
 
     def run(self) -> None:
-        table: DeltaTable | None = None
+        # Each log entry is read from its own file, whose name is its version: DeltaTable's
+        # history numbers entries from the version the object was loaded at, which is off by
+        # the commits that land meanwhile. Entries are published whole (put-if-absent), and a
+        # stat per poll takes less CPU from the job being measured than a table update.
         seen = -1
         while not self._stop_event.wait(self.interval_s):
-            # A stat of the next commit file first: opening or updating the table every 20 ms
-            # would take CPU from the job being measured.
-            if not (self.path / "_delta_log" / f"{seen + 1:020d}.json").exists():
-                continue
-            if table is None:
-                table = DeltaTable(str(self.path))
-            else:
-                table.update_incremental()
-            version = table.version()
-            if version <= seen:
-                continue
-            now = time.time()
-            for entry in table.history(version - seen if seen >= 0 else None):
-                if int(entry["version"]) > seen and END_OFFSETS in entry:
+            while (entry := self._entry(seen + 1)) is not None:
+                seen += 1
+                if END_OFFSETS in entry:
                     ends = off.from_spark(json.loads(entry[END_OFFSETS])).get(self.topic, {})
-                    self.commits.append(SeenCommit(int(entry["version"]), now, ends))
-            seen = version
+                    self.commits.append(SeenCommit(seen, time.time(), ends))
+
+    def _entry(self, version: int) -> dict[str, Any] | None:
+        """The commit info of the table's ``version``, or None while it is not published."""
+        try:
+            lines = (self.path / "_delta_log" / f"{version:020d}.json").read_text().splitlines()
+        except FileNotFoundError:
+            return None
+        actions = (json.loads(line) for line in lines if line.strip())
+        return next((a["commitInfo"] for a in actions if "commitInfo" in a), {})
 
     def covered(self, ends: dict[int, int]) -> bool:
         """Whether a visible commit covers the topic up to ``ends``."""
