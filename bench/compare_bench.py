@@ -1,7 +1,8 @@
 """Benchmark the old-vs-new comparison on two 1,000,000-row versions of a customers table.
 
 Both versions are written as Delta tables (delta-rs) into a temporary directory and read back
-the way the platform reads snapshots (``streaming.delta.table_reader.read_spark``). The
+the way the platform reads snapshots (``streaming.delta.table_reader.read_spark``), in a session
+with the platform's Spark settings (``platform/kappa.yaml``; ``--master`` replaces its master). The
 candidate changes the email of 0.05% of the customers, drops 0.01% and adds 50; the
 comparison runs under the default policy. The baseline in the same run is a plain ``count()``
 of both sides.
@@ -77,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from streaming.delta.table_reader import read_spark
     from streaming.run.spark_session import build_spark_session
+    from streaming.settings import load_settings
 
     root = Path(tempfile.mkdtemp(prefix="kappa-compare-bench-"))
     try:
@@ -84,7 +86,9 @@ def main(argv: list[str] | None = None) -> int:
         old_path, new_path = write_versions(root, args.rows)
         elapsed = time.perf_counter() - started
         print(f"wrote 2 Delta tables of ~{args.rows:,} rows in {elapsed:.1f} s")
-        spark = build_spark_session(args.master, {"spark.ui.showConsoleProgress": "false"})
+        # The platform's Spark settings, as a comparison run in Dagster gets them.
+        spark_settings = load_settings(overrides={"spark.master": args.master}).spark
+        spark = build_spark_session(spark_settings, app_name="kappa-compare-bench")
 
         started = time.perf_counter()
         counts = (read_spark(spark, old_path).count(), read_spark(spark, new_path).count())
