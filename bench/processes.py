@@ -24,8 +24,8 @@ from typing import Any, Self
 import psutil
 
 from kappa.processes import ManagedProcess, wait_gone
-from streaming.delta.commit_info import END_OFFSETS
-from streaming.kafka import offsets as off
+from streaming.delta.commit_info import parse_commit
+from streaming.delta.log_entries import log_name
 from streaming.settings import REPO_ROOT
 
 
@@ -239,20 +239,21 @@ class CommitWatcher(threading.Thread):
     def run(self) -> None:
         # Each log entry is read from its own file, whose name is its version: DeltaTable's
         # history numbers entries from the version the object was loaded at, which is off by
-        # the commits that land meanwhile. Entries are published whole (put-if-absent), and a
-        # stat per poll takes less CPU from the job being measured than a table update.
+        # the commits that land meanwhile. Entries are published whole (put-if-absent), and one
+        # open of the next entry per poll takes less CPU from the measured job than an update.
         seen = -1
         while not self._stop_event.wait(self.interval_s):
-            while (entry := self._entry(seen + 1)) is not None:
+            while (info := self._commit_info(seen + 1)) is not None:
                 seen += 1
-                if END_OFFSETS in entry:
-                    ends = off.from_spark(json.loads(entry[END_OFFSETS])).get(self.topic, {})
+                commit = parse_commit({**info, "version": seen})
+                if commit is not None:
+                    ends = commit.end_offsets.get(self.topic, {})
                     self.commits.append(SeenCommit(seen, time.time(), ends))
 
-    def _entry(self, version: int) -> dict[str, Any] | None:
+    def _commit_info(self, version: int) -> dict[str, Any] | None:
         """The commit info of the table's ``version``, or None while it is not published."""
         try:
-            lines = (self.path / "_delta_log" / f"{version:020d}.json").read_text().splitlines()
+            lines = (self.path / log_name(version)).read_text().splitlines()
         except FileNotFoundError:
             return None
         actions = (json.loads(line) for line in lines if line.strip())

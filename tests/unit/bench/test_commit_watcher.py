@@ -1,17 +1,17 @@
 """The benchmarks' commit watcher pairs every commit's offsets with its own table version."""
 
-import json
 from pathlib import Path
 
 import pyarrow as pa
 from deltalake import CommitProperties, write_deltalake
 
 from bench.processes import CommitWatcher
+from streaming.delta.commit_info import commit_info
 from streaming.wait import wait_until
 
 
-def _commit(path: Path, ends: dict[str, dict[str, int]] | None) -> None:
-    metadata = {} if ends is None else {"kappa.end_offsets": json.dumps(ends)}
+def _commit(path: Path, batch: int | None, ends: dict[str, dict[str, int]] | None = None) -> None:
+    metadata = {} if batch is None else commit_info(batch, ends or {}, "customers__v1", "fp")
     write_deltalake(
         str(path),
         pa.table({"k": [1]}),
@@ -27,7 +27,7 @@ def test_commits_landing_while_watched_keep_their_versions_and_offsets(tmp_path:
     watcher.start()
     try:
         for n in range(1, 31):  # written as fast as possible, beside the polls
-            _commit(table, {"customers": {"0": 10 * n, "1": n}, "other": {"0": 7}})
+            _commit(table, n, {"customers": {"0": 10 * n, "1": n}, "other": {"0": 7}})
         assert wait_until(lambda: len(watcher.commits) == 30, timeout_s=10)
     finally:
         seen = watcher.stop()
