@@ -84,6 +84,9 @@ def deploy_job(pipeline: str) -> "UnresolvedAssetJobDefinition":
         "overtakes the live one; a new partition reprocesses under a new version name "
         "(starting offsets/timestamp say from where).",
         tags={PIPELINE_TAG: pipeline},
+        # Dagster's default multiprocess executor, though there is one step: with the in-process
+        # one, terminating the run reaches the step's RetryPolicy as a failure and the deployment
+        # restarts instead of the run ending CANCELED.
     )
 
 
