@@ -25,7 +25,7 @@ import psutil
 
 from kappa.processes import ManagedProcess, wait_gone
 from streaming.delta.commit_info import parse_commit
-from streaming.delta.log_entries import log_name
+from streaming.delta.log_entries import actions, log_name
 from streaming.settings import REPO_ROOT
 
 
@@ -253,11 +253,10 @@ class CommitWatcher(threading.Thread):
     def _commit_info(self, version: int) -> dict[str, Any] | None:
         """The commit info of the table's ``version``, or None while it is not published."""
         try:
-            lines = (self.path / log_name(version)).read_text().splitlines()
+            content = (self.path / log_name(version)).read_bytes()
         except FileNotFoundError:
             return None
-        actions = (json.loads(line) for line in lines if line.strip())
-        return next((a["commitInfo"] for a in actions if "commitInfo" in a), {})
+        return next((a["commitInfo"] for a in actions(content) if "commitInfo" in a), {})
 
     def covered(self, ends: dict[int, int]) -> bool:
         """Whether a visible commit covers the topic up to ``ends``."""

@@ -11,7 +11,6 @@ Only the table root's ``*.parquet`` and ``deletion_vector_*.bin`` files are ever
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections.abc import Callable, Iterable
@@ -19,7 +18,7 @@ from datetime import datetime
 
 from streaming.delta.deletion_vectors import Descriptor
 from streaming.delta.dv_table import DvTable
-from streaming.delta.log_entries import FileEntry, log_name
+from streaming.delta.log_entries import FileEntry, actions, log_name
 from streaming.delta.log_replay import replay
 from streaming.delta.table_store import TableStore
 
@@ -78,8 +77,7 @@ def _referenced(entries: Iterable[FileEntry]) -> set[str]:
 def _added(store: TableStore, version: int) -> set[str]:
     """The data and DV files a log entry adds."""
     names = set()
-    for line in store.read(log_name(version)).decode().splitlines():
-        action = json.loads(line) if line.strip() else {}
+    for action in actions(store.read(log_name(version))):
         add = action.get("add")
         if add is None:
             continue

@@ -9,7 +9,6 @@ replaying, as the protocol says, and by path once the snapshot is known.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from streaming.delta.deletion_vectors import Descriptor
-from streaming.delta.log_entries import FileEntry, log_name
+from streaming.delta.log_entries import FileEntry, actions, log_name
 from streaming.delta.table_store import TableStore
 from streaming.errors import TableError
 
@@ -91,10 +90,7 @@ def _apply_entry(
     live: dict[tuple[str, str], FileEntry],
     snapshot: LogSnapshot,
 ) -> None:
-    for line in content.decode().splitlines():
-        if not line.strip():
-            continue
-        action = json.loads(line)
+    for action in actions(content):
         if "add" in action:
             entry = FileEntry.from_add(action["add"])
             live[entry.key] = entry
