@@ -25,7 +25,7 @@ import psutil
 
 from kappa.processes import ManagedProcess, wait_gone
 from streaming.delta.commit_info import parse_commit
-from streaming.delta.log_entries import actions, log_name
+from streaming.delta.log_entries import log_name, parse_entry
 from streaming.settings import REPO_ROOT
 
 
@@ -256,7 +256,7 @@ class CommitWatcher(threading.Thread):
             content = (self.path / log_name(version)).read_bytes()
         except FileNotFoundError:
             return None
-        return next((a["commitInfo"] for a in actions(content) if "commitInfo" in a), {})
+        return next((a["commitInfo"] for a in parse_entry(content) if "commitInfo" in a), {})
 
     def covered(self, ends: dict[int, int]) -> bool:
         """Whether a visible commit covers the topic up to ``ends``."""

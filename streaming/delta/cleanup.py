@@ -18,7 +18,7 @@ from datetime import datetime
 
 from streaming.delta.deletion_vectors import Descriptor
 from streaming.delta.dv_table import DvTable
-from streaming.delta.log_entries import FileEntry, actions, log_name
+from streaming.delta.log_entries import FileEntry, log_name, parse_entry
 from streaming.delta.log_replay import replay
 from streaming.delta.table_store import TableStore
 
@@ -77,7 +77,7 @@ def _referenced(entries: Iterable[FileEntry]) -> set[str]:
 def _added(store: TableStore, version: int) -> set[str]:
     """The data and DV files a log entry adds."""
     names = set()
-    for action in actions(store.read(log_name(version))):
+    for action in parse_entry(store.read(log_name(version))):
         add = action.get("add")
         if add is None:
             continue

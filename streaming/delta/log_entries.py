@@ -120,11 +120,10 @@ def publish(store: TableStore, version: int, actions: list[dict[str, Any]]) -> N
     store.create(log_name(version), body.encode())
 
 
-def actions(content: bytes | str) -> list[dict[str, Any]]:
+def parse_entry(content: bytes) -> list[dict[str, Any]]:
     """The actions of a published entry, in order (the inverse of ``publish``; blank lines,
     which other writers may leave, are skipped)."""
-    text = content.decode() if isinstance(content, bytes) else content
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
+    return [json.loads(line) for line in content.decode().splitlines() if line.strip()]
 
 
 def _dumps(value: Any) -> str:

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from streaming.delta.deletion_vectors import Descriptor
-from streaming.delta.log_entries import FileEntry, actions, log_name
+from streaming.delta.log_entries import FileEntry, log_name, parse_entry
 from streaming.delta.table_store import TableStore
 from streaming.errors import TableError
 
@@ -90,7 +90,7 @@ def _apply_entry(
     live: dict[tuple[str, str], FileEntry],
     snapshot: LogSnapshot,
 ) -> None:
-    for action in actions(content):
+    for action in parse_entry(content):
         if "add" in action:
             entry = FileEntry.from_add(action["add"])
             live[entry.key] = entry
