@@ -1,4 +1,5 @@
-"""The benchmarks still run, each at a tiny size, and their own correctness checks hold.
+"""The benchmarks still run, each at a tiny size, and their own correctness checks hold (the
+state-store benchmark has none: it is only checked to run).
 
 Nothing else runs them, and a benchmark that no longer starts turns the README's figures into
 claims nobody can repeat. Their speed is not judged here: that is what they print.
