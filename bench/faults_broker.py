@@ -1,5 +1,5 @@
-"""Faults of the broker, each in a run of its own: the durable broker down and back (its log
-kept), and the in-memory broker restarted under a running query (its log lost).
+"""Faults of the broker, each in a run of its own: the broker down and back (its log kept), and
+the log lost under a running query (its topic deleted and created again, empty).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from streaming.run.deployment import Deployment
 
 
 def broker_outage(run: FaultRun, seconds: float) -> FaultRow:
-    """Stop the (durable) broker for ``seconds`` while producer and pipeline keep running."""
+    """Stop the broker for ``seconds`` while producer and pipeline keep running."""
     before = run.events.end_offsets()
     with CountedClientLog() as refused:  # the producer's "connection refused", expected
         run.broker.stop()
@@ -46,7 +46,7 @@ def broker_outage(run: FaultRun, seconds: float) -> FaultRow:
         f" {refused.count} connection errors meanwhile"
     )
     row = FaultRow(
-        f"broker down {seconds:.0f} s, restarted with its log (durable s3://)",
+        f"broker down {seconds:.0f} s, restarted with its log",
         1,
         outcome,
         verdict.ok and not run.events.errors,
@@ -63,17 +63,17 @@ def broker_outage(run: FaultRun, seconds: float) -> FaultRow:
     return row
 
 
-def durable_broker_outage(
+def broker_outage_run(
     work: Path, seed: int, rate: float, max_batch: int, seconds: float
 ) -> list[FaultRow]:
-    """A run of its own on the durable broker (tansu ``s3://`` on SeaweedFS): down, then back."""
-    run = FaultRun(work / "durable", seed, rate, durable=True, max_batch=max_batch)
+    """A run of its own: the broker down, then back with its log."""
+    run = FaultRun(work / "outage", seed, rate, max_batch=max_batch)
     try:
         run.start()
         broker_outage(run, seconds)
         final = run.finish()
     except Exception as exc:  # reported as a failed row, with the logs kept
-        return [FaultRow("broker outage (durable s3://)", 1, f"aborted: {exc}", False)]
+        return [FaultRow("broker outage", 1, f"aborted: {exc}", False)]
     finally:
         run.close()
     outage = run.rows[0]
@@ -87,21 +87,22 @@ def durable_broker_outage(
     return [outage]
 
 
-def memory_broker_data_loss(work: Path, seed: int) -> FaultRow:
-    """The in-memory broker restarts under a running query: it must stop with DATA LOSS (exit 3).
+def lost_log_data_loss(work: Path, seed: int) -> FaultRow:
+    """The log is lost under a running query: it must stop with DATA LOSS (exit 3).
 
-    The restarted broker has an empty, recreated topic whose log ends below the checkpoint; a
-    query that went on would silently skip records. A second start must refuse as well.
+    The topic is deleted and created again, empty, so its log ends below the checkpoint; a query
+    that went on would silently skip records. A second start must refuse as well.
     """
+    from kappa.testing.broker import delete_topics
     from kappa.testing.producing import customer_changes, send
 
-    home = work / "memory-home"
+    home = work / "lost-log-home"
     settings = private_settings(home, free_port())
     broker = EmbeddedBroker(settings)
     broker.start()
     deployment = Deployment("customers", "v1", home)
     args = ["customers", "--trigger-interval", "1 second"]
-    stream = StreamingJob(settings.to_env(), args, work / "logs" / "memory-broker")
+    stream = StreamingJob(settings.to_env(), args, work / "logs" / "lost-log")
     try:
         send(settings, customer_changes(3000, seed=seed))
         stream.start()
@@ -109,8 +110,7 @@ def memory_broker_data_loss(work: Path, seed: int) -> FaultRow:
             lambda: sum(table_ends(deployment).values()) >= 3000, 180, "the first 3000 records"
         )
         before = checks.txn_version(deployment.table_path, deployment.app_id)
-        broker.stop()
-        broker.start()  # the memory engine comes back empty
+        delete_topics(settings.kafka.client_config(), ["customers"])  # the log is gone
         restarted_at = time.monotonic()
         send(settings, customer_changes(100, seed=seed + 1))
         first = stream.wait_exit(120)
@@ -129,7 +129,7 @@ def memory_broker_data_loss(work: Path, seed: int) -> FaultRow:
         broker.stop()
     loud = all("DATA LOSS" in e and "customers-" in e for e in (first_error, second_error))
     return FaultRow(
-        "in-memory broker restarted (log lost)",
+        "log lost (topic deleted and created again)",
         1,
         f"exit code {first} after {stopped_s:.1f} s, restart exit code {second}: "
         f"{first_error[:300]}; table batches {before} -> {after}",

@@ -5,8 +5,6 @@ with SIGKILL, is :class:`bench.processes.StreamingJob`.)
 
 - :class:`Disk`: a small tmpfs mounted on the platform home, which can be filled up or remounted
   read-only (needs CAP_SYS_ADMIN; without it a permission flip is the fallback for non-root users).
-
-The durable broker's object store is the platform's own (``kappa.object_store``).
 """
 
 from __future__ import annotations

@@ -22,8 +22,6 @@ from bench.faults_env import Disk
 from bench.faults_workload import TOPIC, EventStream
 from bench.processes import StreamingJob
 from kappa.broker import EmbeddedBroker
-from kappa.log_broker import durable_broker
-from kappa.object_store import ObjectStore
 from kappa.testing.settings import free_port, private_settings
 from streaming.delta.table_reader import last_end_offsets
 from streaming.run.deployment import Deployment
@@ -70,7 +68,6 @@ class FaultRun:
         work: Path,
         seed: int,
         rate: float,
-        durable: bool,
         max_batch: int = 5000,
         trigger: str = "1 second",
     ) -> None:
@@ -79,11 +76,11 @@ class FaultRun:
         self.disk = Disk(work / "home")
         self.settings = private_settings(self.disk.path, free_port())
         # The broker keeps its pid and log off the faulty disk: only the platform's data is on it.
-        storage = {"broker.storage": "s3" if durable else "memory"}
         self.broker_settings = private_settings(
-            work / "broker-home", self.settings.broker.port, **storage
+            work / "broker-home",
+            self.settings.broker.port,
+            controller_port=self.settings.broker.controller_port,
         )
-        self.store = ObjectStore(self.broker_settings) if durable else None
         self.broker = EmbeddedBroker(self.broker_settings)
         self.deployment = Deployment("customers", "v1", self.disk.path)
         self.events = EventStream(self.settings, rate, seed)
@@ -97,9 +94,6 @@ class FaultRun:
 
     def start(self) -> None:
         self.disk.mount()
-        if self.store is not None:
-            self.store.start()
-            self.broker = durable_broker(self.broker_settings, self.store)
         self.broker.start()
         self.events.start()
         wait_for(lambda: self.events.delivered, 30, "the first delivered event")
@@ -110,8 +104,6 @@ class FaultRun:
         self.stream.stop(timeout_s=30)
         self.events.finish(timeout_s=30)
         self.broker.stop()
-        if self.store is not None:
-            self.store.stop()
         if self.disk.mode != "none":
             self.disk.read_write()
             self.disk.free()

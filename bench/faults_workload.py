@@ -76,9 +76,7 @@ PoisonBytes = dict[tuple[bytes | None, bytes], PoisonKind]
 class EventStream(threading.Thread):
     """Produces updates, tombstones (10%) and poison (``poison_rate``) at ``rate`` events/s.
 
-    Records are batched for up to ``linger_ms``: tansu's ``s3://`` engine slows down with the
-    number of record batches (many small ones, e.g. 20 ms at 500 events/s, push fetch latency past
-    10 s within a minute), so few larger batches keep the durable broker usable.
+    Records are batched for up to ``linger_ms``, as the demo producer batches them.
 
     Delivery failures are kept in ``errors``; the broker may be down for a while (the producer
     buffers and retries for up to ``message.timeout.ms``).
@@ -91,7 +89,7 @@ class EventStream(threading.Thread):
         seed: int,
         keys: int = 2000,
         poison_rate: float = 0.01,
-        linger_ms: int = 1000,
+        linger_ms: int = 100,
     ) -> None:
         super().__init__(name="event-stream", daemon=True)
         self.settings = settings

@@ -249,7 +249,7 @@ def measure_steady(
 
     settings = load_settings(env=bench.env)
     started = time.perf_counter()
-    spark = build_spark_session(settings.spark)
+    spark = build_spark_session(settings)
     session_s = time.perf_counter() - started
     runs = {}
     for version in ("bench-warmup-1", "bench-warmup-2", "bench-steady"):

@@ -66,6 +66,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     env = {
         "KAPPA_HOME": str(home),
         "KAPPA_BROKER_PORT": str(port),
+        "KAPPA_BROKER_CONTROLLER_PORT": str(free_port()),
         "KAFKA_BOOTSTRAP_SERVERS": f"127.0.0.1:{port}",
     }
     settings = load_settings(env=env)

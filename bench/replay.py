@@ -1,17 +1,16 @@
-"""Replay speed on the durable engine: hours of demo traffic, rebuilt from the log.
+"""Replay speed: hours of demo traffic, rebuilt from the log.
 
-For each duration (default 1 h and 24 h) a fresh durable broker (tansu ``s3://`` on SeaweedFS)
-gets that much demo traffic at the demo's rate (200 events/s) with the record-batch structure the
-demo producer gives it: the producer lingers ``producer.linger_ms``, so each partition gets one
-batch per linger period holding that period's records. The traffic is produced fast by sending
+For each duration (default 1 h and 24 h) a fresh embedded Kafka broker gets that much demo
+traffic at the demo's rate (200 events/s) with the record-batch structure the demo producer gives
+it: the producer lingers ``producer.linger_ms``, so each partition gets one batch per linger
+period holding that period's records. The traffic is produced fast by sending
 each topic's records in batches of exactly that size. Then, in the same run:
 
 - baseline: one plain confluent-kafka consumer reads every topic end to end;
 - rebuild: ``python -m streaming run PIPELINE --until-caught-up`` per demo pipeline in a new
   process, wall time including Python and Spark start-up; the customers table is compared with an
   independent replay, customer_spend's transaction count with the log's;
-- end probe: what a continuous query pays every trigger to learn the log's end (the engine lists
-  every batch object of a partition on each fetch, so this grows with the log).
+- end probe: what a continuous query pays every trigger to learn the log's end.
 
 Usage: ``python -m bench.replay [--hours 1 --hours 24] [--rate 200] [--linger-ms 1000 ...]``;
 run it under the shared heavy-run lock. Prints a table and writes ``bench/results/replay-*.json``.
@@ -33,8 +32,8 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
+from kappa.broker import EmbeddedBroker
 from kappa.demo import CUSTOMERS_TOPIC, TRANSACTIONS_TOPIC, events
-from kappa.log_broker import start_log_broker, stop_log_broker
 from kappa.testing.reference import customers_state, replay, table_state
 from kappa.testing.settings import private_settings
 from streaming.delta.table_reader import read_arrow
@@ -183,11 +182,12 @@ def end_probe(settings: Settings) -> dict[str, float]:
 
 
 def measure(hours: float, rate: float, work: Path, linger_ms: int | None) -> dict[str, Any]:
-    overrides: dict[str, object] = {"broker.storage": "s3"}
+    overrides: dict[str, object] = {"broker.heap": "1g"}
     if linger_ms is not None:
         overrides["producer.linger_ms"] = linger_ms
     settings = private_settings(work / f"home-{hours:g}h-{linger_ms}", full_jit=True, **overrides)
-    start_log_broker(settings)
+    broker = EmbeddedBroker(settings)
+    broker.start()
     try:
         ensure_topics(settings, list(TOPICS))
         result: dict[str, Any] = {"hours": hours, "rate": rate, **produce(settings, hours, rate)}
@@ -207,10 +207,10 @@ def measure(hours: float, rate: float, work: Path, linger_ms: int | None) -> dic
                 "ratio_to_baseline": round(seconds / wall, 2),
             }
         result["correct"] = check(settings, result)
-        result["data_bytes"] = _size(settings.home.object_store)
+        result["data_bytes"] = _size(settings.home.broker_data)
         return result
     finally:
-        stop_log_broker(settings)
+        broker.stop()
 
 
 def check(settings: Settings, result: dict[str, Any]) -> bool:

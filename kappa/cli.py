@@ -36,9 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    broker = sub.add_parser(
-        "broker", help="the embedded Kafka-protocol broker (and its object store)"
-    )
+    broker = sub.add_parser("broker", help="the embedded Apache Kafka broker (one KRaft node)")
     broker.add_argument("action", choices=["start", "stop", "status"])
     broker.set_defaults(handler=_broker)
 
@@ -181,14 +179,15 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _broker(settings: Settings, args: argparse.Namespace) -> int:
-    from kappa.log_broker import log_broker_status, start_log_broker, stop_log_broker
+    from kappa.broker import EmbeddedBroker
 
+    broker = EmbeddedBroker(settings)
     if args.action == "start":
-        print(start_log_broker(settings).describe())
+        print(broker.start().describe())
     elif args.action == "stop":
-        print("broker stopped" if stop_log_broker(settings) else "broker was not running")
+        print("broker stopped" if broker.stop() else "broker was not running")
     else:
-        status = log_broker_status(settings)
+        status = broker.status()
         print(status.describe())
         return 0 if status.running else 1
     return 0

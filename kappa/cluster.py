@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kappa.broker import pid_alive, port_open, stop_process_group
 from kappa.errors import ClusterError
+from kappa.processes import pid_alive, port_open, stop_process_group
 from streaming.settings import Settings
 
 MASTER = "spark-master"

@@ -164,9 +164,8 @@ def _json(obj: object) -> bytes:
 
 
 def producer_config(settings: Settings) -> dict[str, Any]:
-    """Batches by time and size (``settings.producer``): on the durable engine every record
-    batch is one object and a replay pays per batch, so the demo's trickle is sent in few,
-    large batches."""
+    """Idempotent, acknowledged by every in-sync replica, batched by time and size
+    (``settings.producer``)."""
     linger_ms = settings.producer.linger_ms
     return {
         **settings.kafka.client_config(),

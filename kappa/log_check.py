@@ -1,8 +1,8 @@
 """At start: has the broker lost (part of) the log the deployments have already read?
 
 A deployment's checkpoint records, per topic partition, the offset it has planned to read up to.
-If the broker's log now ends below that (the memory engine was restarted, the object store's
-data directory was wiped, a topic was deleted), every such deployment would stop with DATA LOSS
+If the broker's log now ends below that (the broker's log directory was wiped, a topic was
+deleted and created again), every such deployment would stop with DATA LOSS
 the moment it starts. `kappa up` asks once, before anything is launched, and says what happened
 and the two ways out.
 """
@@ -83,8 +83,8 @@ def lost_log_message(shortfalls: list[Shortfall], settings: Settings) -> str:
     lines = [
         f"The log at {settings.kafka.bootstrap_servers} is shorter than what "
         f"{len(deployments)} deployment(s) have already read: the broker lost records "
-        "(the memory engine was restarted, the object store's data under "
-        f"{settings.home.object_store} was wiped, or a topic was deleted).",
+        f"(the broker's log directory {settings.home.broker_data} was wiped, or a topic was "
+        "deleted and created again).",
         *(f"  {s.describe()}" for s in shortfalls[:12]),
     ]
     if len(shortfalls) > 12:

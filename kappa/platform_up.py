@@ -4,8 +4,8 @@ Before anything starts, the log is checked against the deployments' checkpoints 
 reported once, with the ways out). Once Dagster serves, the deployments that were running when
 the platform last stopped are launched again (``kappa.resume``). Ctrl-C (or SIGTERM) first notes
 and terminates the active Dagster runs, so streaming deployments stop at a micro-batch boundary,
-then stops Dagster, the producer and the broker with its object store, and finally kills anything
-any of them left behind.
+then stops Dagster, the producer and the broker, and finally kills anything any of them left
+behind.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from types import FrameType
 
 from kappa.broker import EmbeddedBroker
 from kappa.dagster_api import DagsterApi
-from kappa.log_broker import start_log_broker, stop_log_broker
 from kappa.log_check import EXIT_LOG_LOST, check_log_at_start
 from kappa.processes import ManagedProcess
 from kappa.resume import remember_running, resume_at_start
@@ -89,7 +88,7 @@ def run_platform(
     children: list[ManagedProcess] = []
     try:
         if embedded:
-            print(start_log_broker(settings).describe(), flush=True)
+            print(broker.start().describe(), flush=True)
         not_resumable = check_log_at_start(settings, skip_log_check)
         if not_resumable is None:
             return EXIT_LOG_LOST
@@ -149,7 +148,7 @@ def run_platform(
         for child in reversed(children):
             child.stop(signal.SIGTERM if child.name != "dagster" else signal.SIGINT)
         if started_broker:
-            stop_log_broker(settings)
+            broker.stop()
         print("platform stopped", flush=True)
 
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import socket
 import subprocess
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -111,3 +113,47 @@ def is_running(proc: psutil.Process) -> bool:
         return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether ``pid`` runs: a zombie counts as gone once it is its only thread (a main thread
+    that exits first shows as a zombie while the others still run and hold the sockets)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            fields = dict(line.split(":", 1) for line in status if ":" in line)
+    except FileNotFoundError:
+        return False
+    zombie = fields.get("State", "").strip().startswith("Z")
+    return not (zombie and fields.get("Threads", "1").strip() == "1")
+
+
+def stop_process_group(
+    pid: int, timeout_s: float = 10.0, first: signal.Signals = signal.SIGTERM
+) -> None:
+    """Signal the process group led by ``pid`` with ``first``, then SIGKILL it after
+    ``timeout_s``; returns once the leader has exited with all its threads (``pid_alive``), its
+    sockets closed."""
+    for sig in (first, signal.SIGKILL):
+        try:
+            os.killpg(pid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if not pid_alive(pid):
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(pid, os.WNOHANG)
+                return
+            time.sleep(0.05)
+
+
+def port_open(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(0.2)
+        return sock.connect_ex((host, port)) == 0

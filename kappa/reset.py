@@ -2,8 +2,8 @@
 
 Deletes everything derived from the log under the platform home (tables, dead letters,
 checkpoints, pinned code, live pointers with their history, alignment caps, quality results and
-deployment locks: ``Home.derived_state``). The log itself (the broker's object store), the logs
-and Dagster's history stay. Refused while any deployment runs.
+deployment locks: ``Home.derived_state``). The log itself (the embedded broker's data), the
+processes' logs and Dagster's history stay. Refused while any deployment runs.
 """
 
 from __future__ import annotations

@@ -25,6 +25,18 @@ if ! { [ -f "$stamp" ] && [ "$stamp" -nt pyproject.toml ] && [ -x .venv/bin/kapp
   touch "$stamp"
 fi
 
+# The JVM libraries (the Kafka broker, Spark's Kafka connector), resolved from Maven Central once
+# into ~/.cache/kappa/jars; nothing is fetched at run time.
+if ! command -v mvn >/dev/null 2>&1; then
+  echo "bootstrap: Maven is missing; installing it (it resolves the JVM libraries once)" >&2
+  if command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq && apt-get install -y -qq maven >/dev/null
+  else
+    echo "bootstrap: install Maven and re-run" >&2; exit 1
+  fi
+fi
+.venv/bin/python -m streaming.jars >/dev/null
+
 # The Spark driver's class archive (streaming/run/jvm_archive.py): halves SparkSession start-up.
 # Built once per Java + Spark installation, under ~/.cache/kappa/jvm (about 40 s, 170 MB).
 if ! .venv/bin/python -m streaming.run.jvm_archive --if-missing; then

@@ -14,6 +14,10 @@ class ConfigError(KappaError):
     """A setting is missing or invalid."""
 
 
+class JvmLibraryError(KappaError):
+    """A JVM library the platform runs (``streaming.jars``) is not resolved, or cannot be."""
+
+
 class DefineError(KappaError, ValueError):
     """A pipeline declaration is invalid (``streaming.define``)."""
 

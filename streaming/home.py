@@ -3,8 +3,8 @@
 A deployment's state is named after its id (``<pipeline>__<version>``): its table, checkpoint,
 operator state, dead letters, lock, pinned code, alignment cap and log. A pipeline's live pointer
 and its switch history are named after the pipeline. Quality results, the Dagster instance, the
-embedded broker's pid and logs, and the object store that holds the durable broker's log have
-their own folders.
+embedded broker (its configuration and its log) and the processes' pids and logs have their own
+folders.
 """
 
 from __future__ import annotations
@@ -161,33 +161,21 @@ class Home:
         return self.root / "run" / "broker.pid"
 
     @property
-    def broker_engine(self) -> Path:
-        """The storage engine the running broker was started with (and where its data is)."""
-        return self.root / "run" / "broker-engine.json"
-
-    @property
     def running_deployments(self) -> Path:
         """The deployments Dagster was running when the platform last looked (to resume them)."""
         return self.root / "run" / "deployments.json"
 
-    # -- the object store holding the durable broker's log -------------------------------------
+    # -- the embedded broker ----------------------------------------------------------------
 
     @property
-    def object_store(self) -> Path:
-        return self.root / "object_store"
+    def broker(self) -> Path:
+        """The embedded broker's configuration and cluster id (``kappa.broker``)."""
+        return self.root / "broker"
 
     @property
-    def object_store_data(self) -> Path:
-        return self.object_store / "data"
-
-    @property
-    def object_store_identities(self) -> Path:
-        """The S3 credentials generated for this home (mode 0600)."""
-        return self.object_store / "s3-identities.json"
-
-    @property
-    def object_store_pid(self) -> Path:
-        return self.root / "run" / "object-store.pid"
+    def broker_data(self) -> Path:
+        """The embedded broker's log: every topic's records (Kafka's ``log.dirs``)."""
+        return self.broker / "data"
 
     # -- the Spark standalone cluster --------------------------------------------------------
 

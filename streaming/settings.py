@@ -13,7 +13,7 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import yaml
 from pydantic import (
@@ -41,11 +41,11 @@ _MODULE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 _ENV = {
     "KAPPA_HOME": "home",
     "KAPPA_PIPELINES": "pipelines",
+    "KAPPA_CACHE_DIR": "cache_dir",
     "KAFKA_BOOTSTRAP_SERVERS": "kafka.bootstrap_servers",
-    "KAPPA_BROKER_PROFILE": "kafka.broker_profile",
     "KAPPA_BROKER_PORT": "broker.port",
-    "KAPPA_BROKER_STORAGE": "broker.storage",
-    "KAPPA_OBJECT_STORE_PORT": "object_store.port",
+    "KAPPA_BROKER_CONTROLLER_PORT": "broker.controller_port",
+    "KAPPA_BROKER_HEAP": "broker.heap",
     "KAPPA_PRODUCER_LINGER_MS": "producer.linger_ms",
     "KAPPA_SPARK_MASTER": "spark.master",
     "KAPPA_JVM_ARCHIVE": "spark.jvm_archive",
@@ -78,24 +78,10 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-# Per broker profile: whether partition ends are measured with a fetch (None: ask the broker).
-ENDS_BY_FETCH: dict[str, bool | None] = {"embedded": True, "kafka": False, "auto": None}
-
-
 class KafkaSettings(_Frozen):
-    """The Kafka cluster: where it is, client settings, and how the platform creates topics.
-
-    ``broker_profile`` names the broker's behaviour the platform relies on: ``embedded`` (tansu:
-    its ListOffsets under-reports a partition's end, so ends are measured with a fetch),
-    ``kafka`` (Apache Kafka semantics: plain ListOffsets) or ``auto`` (decided from the cluster
-    id the broker reports on first contact: tansu's is ``tansu_cluster``). Unset, it is
-    ``embedded`` when the bootstrap servers are the embedded broker's address, else ``auto``:
-    a tansu reached at another address must not be read with plain ListOffsets, which would
-    cut every partition's tail off without an error.
-    """
+    """The Kafka cluster: where it is, client settings, and how the platform creates topics."""
 
     bootstrap_servers: str = "127.0.0.1:9092"
-    broker_profile: Literal["embedded", "kafka", "auto"] | None = None
     client: StringMap = Field(default_factory=dict)
     topic_partitions: int = Field(default=4, ge=1, le=1024)
     topic_replication_factor: int = Field(default=1, ge=1, le=16)
@@ -112,12 +98,6 @@ class KafkaSettings(_Frozen):
                 raise ValueError(msg)
         return value
 
-    @property
-    def ends_by_fetch(self) -> bool | None:
-        """Whether partition ends are measured with a fetch (the embedded broker's profile);
-        None: decided from the broker on first contact (``auto``)."""
-        return ENDS_BY_FETCH[self.broker_profile or "auto"]
-
     def client_config(self) -> dict[str, str]:
         """The librdkafka configuration shared by every client (bootstrap plus pass-through)."""
         return {"bootstrap.servers": self.bootstrap_servers, **self.client}
@@ -127,36 +107,29 @@ class KafkaSettings(_Frozen):
         return {k: ("***" if is_secret_setting(k) else v) for k, v in self.client.items()}
 
     def config_of_topic(self, topic: str) -> dict[str, str]:
-        """The settings a topic is created with (all explicit: the embedded broker's
-        describe_configs reports only settings given at creation)."""
+        """The settings a topic is created with: the platform's defaults, then the topic's own."""
         return {**self.topic_config, **self.topic_overrides.get(topic, {})}
 
 
 class BrokerSettings(_Frozen):
-    """The embedded broker; its log survives restarts in the object store (``storage: s3``) or is
-    lost whenever it stops (``memory``: tests, throwaway runs)."""
+    """The embedded Apache Kafka broker (one KRaft node; ``kappa.broker``): where it listens, the
+    port of its controller, and its JVM heap. Its log lives under the platform home."""
 
     host: str = "127.0.0.1"
     port: int = Field(default=9092, ge=1, le=65535)
-    storage: Literal["s3", "memory"] = "s3"
+    controller_port: int = Field(default=9093, ge=1, le=65535)
+    heap: str = Field(default="1g", pattern=r"^[0-9]+[kmgtKMGT]$")
 
     @property
     def address(self) -> str:
         return f"{self.host}:{self.port}"
 
 
-class ObjectStoreSettings(_Frozen):
-    """The S3 server (SeaweedFS) that holds the embedded broker's log when ``storage`` is s3."""
-
-    host: str = "127.0.0.1"
-    port: int = Field(default=8333, ge=1, le=65535)
-
-
 class ProducerSettings(_Frozen):
     """How the demo producer batches: a record waits up to ``linger_ms`` (or until ``batch_bytes``
-    are collected); on the durable engine each batch is one object, and replays pay per batch."""
+    are collected)."""
 
-    linger_ms: int = Field(default=5000, ge=0, le=60_000)
+    linger_ms: int = Field(default=100, ge=0, le=60_000)
     batch_bytes: int = Field(default=1_000_000, ge=1_000, le=100_000_000)
 
 
@@ -166,7 +139,6 @@ class SparkSettings(_Frozen):
     master: str = "local[*]"
     conf: StringMap = Field(default_factory=dict)
     jvm_archive: str = ""  # the driver's class archive: "" (the cached one), "off", or a path
-    cache_dir: Path | None = None  # where the cached class archive lives
     pyspark_python: str | None = None  # the workers' Python, when not this interpreter
     java_home: str | None = None
     spark_home: str | None = None
@@ -220,10 +192,12 @@ class Settings(_Frozen):
     """Everything a component needs to know about where the platform runs."""
 
     home: HomeSetting = Home(REPO_ROOT / ".kappa")
+    # What the bootstrap builds or resolves once per machine: the JVM libraries (Kafka, Spark's
+    # Kafka connector) and the Spark driver's class archive. Default: $XDG_CACHE_HOME/kappa.
+    cache_dir: Path = Field(default_factory=lambda: Path.home() / ".cache" / "kappa")
     pipelines: tuple[str, ...] = ()  # the modules whose PIPELINE the platform serves
     kafka: KafkaSettings = Field(default_factory=KafkaSettings)
     broker: BrokerSettings = Field(default_factory=BrokerSettings)
-    object_store: ObjectStoreSettings = Field(default_factory=ObjectStoreSettings)
     producer: ProducerSettings = Field(default_factory=ProducerSettings)
     spark: SparkSettings = Field(default_factory=SparkSettings)
     cluster: ClusterSettings = Field(default_factory=ClusterSettings)
@@ -297,13 +271,9 @@ def load_settings(
     kafka = data.setdefault("kafka", {})
     if not kafka.get("bootstrap_servers"):
         kafka["bootstrap_servers"] = broker.address
-    if not kafka.get("broker_profile"):
-        embedded = kafka["bootstrap_servers"] == broker.address
-        kafka["broker_profile"] = "embedded" if embedded else "auto"
-    spark = data.setdefault("spark", {})
-    if spark.get("cache_dir") is None:
+    if data.get("cache_dir") is None:
         cache = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-        spark["cache_dir"] = Path(cache) / "kappa"
+        data["cache_dir"] = Path(cache) / "kappa"
     base = path.resolve().parent.parent if path.parent.name == "platform" else Path.cwd()
     if "home" in data:
         home = Path(str(data["home"])).expanduser()

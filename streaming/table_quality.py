@@ -35,7 +35,7 @@ def run_table_suite(
         raise DefineError(msg)
     deployment = serving_deployment(settings.home, pipeline.name, pipeline.version, version)
     open_table(deployment.table_path)  # a missing table is a clear error before Spark starts
-    session = (spark or session_provider(settings.spark))()
+    session = (spark or session_provider(settings))()
     result = validate_table(
         read_spark(session, deployment.table_path),
         pipeline.quality_spec,

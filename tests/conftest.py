@@ -1,5 +1,8 @@
-"""Shared fixtures: a fresh embedded broker per test, one SparkSession per test session.
+"""Shared fixtures: one Apache Kafka broker and one SparkSession per test process.
 
+The broker starts once per pytest process (each xdist worker has its own) and is emptied before
+every test that asks for it, so a test sees only its own topics. Tests that stop, kill or restart
+a broker start their own on private ports (the ``settings`` fixture gives them free ones).
 Tests never write into the working tree: every platform home is a pytest tmp_path.
 """
 
@@ -11,25 +14,38 @@ from pathlib import Path
 import pytest
 
 from kappa.broker import EmbeddedBroker
+from kappa.testing.broker import delete_topics
 from kappa.testing.settings import private_settings
 from streaming.settings import Settings
 
 
-@pytest.fixture
-def settings(tmp_path: Path) -> Settings:
-    """Settings with a private home and a private (not yet started) broker port."""
-    return private_settings(tmp_path / "home")
-
-
-@pytest.fixture
-def broker(settings: Settings) -> Iterator[EmbeddedBroker]:
-    """A fresh, empty embedded broker for one test."""
-    embedded = EmbeddedBroker(settings)
+@pytest.fixture(scope="session")
+def shared_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedBroker]:
+    """The Kafka broker of this test process, started on first use."""
+    embedded = EmbeddedBroker(private_settings(tmp_path_factory.mktemp("kafka") / "home"))
     embedded.start()
     try:
         yield embedded
     finally:
         embedded.stop()
+
+
+@pytest.fixture
+def settings(request: pytest.FixtureRequest, tmp_path: Path) -> Settings:
+    """Settings with a private home. With the ``broker`` fixture they point at the shared broker;
+    without it, at private (not yet started) broker ports."""
+    if "broker" not in request.fixturenames:
+        return private_settings(tmp_path / "home")
+    shared: EmbeddedBroker = request.getfixturevalue("shared_broker")
+    ports = shared.settings.broker
+    return private_settings(tmp_path / "home", ports.port, controller_port=ports.controller_port)
+
+
+@pytest.fixture
+def broker(shared_broker: EmbeddedBroker, settings: Settings) -> EmbeddedBroker:
+    """The shared broker, with no topic left from an earlier test."""
+    delete_topics(settings.kafka.client_config())
+    return shared_broker
 
 
 @pytest.fixture(scope="session")
@@ -38,6 +54,6 @@ def spark(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-
     from streaming.run.spark_session import build_spark_session
 
     home = tmp_path_factory.mktemp("spark-home")
-    session = build_spark_session(private_settings(home).spark, app_name="kappa-tests")
+    session = build_spark_session(private_settings(home), app_name="kappa-tests")
     yield session
     session.stop()

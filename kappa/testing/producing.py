@@ -1,5 +1,5 @@
-"""Producing known record sequences for tests, with batching producers (linger) so the embedded
-broker's ListOffsets defect would show if the source trusted it."""
+"""Producing known record sequences for tests, with batching producers (linger), as a real
+application sends them."""
 
 from __future__ import annotations
 

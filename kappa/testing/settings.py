@@ -21,10 +21,15 @@ def free_port() -> int:
 
 
 def private_settings(
-    home: Path, broker_port: int | None = None, *, full_jit: bool = False, **overrides: object
+    home: Path,
+    broker_port: int | None = None,
+    *,
+    controller_port: int | None = None,
+    full_jit: bool = False,
+    **overrides: object,
 ) -> Settings:
-    """Settings rooted at ``home``, with their own embedded-broker, object-store and Dagster
-    ports, and the broker's memory engine unless ``overrides`` say ``broker.storage``.
+    """Settings rooted at ``home``, with their own embedded-broker and Dagster ports (or the
+    broker ports given, to share a running broker).
 
     Read from the config file only (not the environment), with ``overrides`` as dotted keys.
     Spark's JVMs run with the JIT capped at C1 (:data:`SHORT_LIVED_JIT`) unless ``full_jit``.
@@ -33,12 +38,12 @@ def private_settings(
     values = {
         "home": str(home),
         "broker.port": port,
+        "broker.controller_port": controller_port or free_port(),
+        # A test broker holds little: a small heap leaves the memory to Spark.
+        "broker.heap": "384m",
         "kafka.bootstrap_servers": f"127.0.0.1:{port}",
         "spark.master": "local[2]",
         "dagster.port": free_port(),
-        # Durability is not what most runs are about: the memory engine starts in milliseconds.
-        "broker.storage": "memory",
-        "object_store.port": free_port(),
         # A version change is seen at the daemon's next sensor loop (every 5 s), not 10 s later.
         "dagster.sensor_interval_s": 2,
         **overrides,

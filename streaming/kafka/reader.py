@@ -17,15 +17,9 @@ from streaming.kafka.offsets import PartitionRange
 
 BATCH_ROWS = 20_000
 STALL_TIMEOUT_S = 60.0
-# How much one fetch asks for. The embedded broker's durable engine answers a fetch by listing
-# every batch object of each partition in it (~50 us per object), then reading the batches it
-# returns one object at a time (2-10 ms each, with the machine's load), and it caps a response at
-# 5 MiB whatever is asked. So a fetch's time grows with the log's length, and smaller fetches
-# mean more listings: on one partition of 16,500 objects (a day of demo traffic) 2 MiB fetches
-# read 4.9k records/s, 4 MiB 8.4k, 8 and 16 MiB (capped to 5) 9.6k and 7.4k. A Kafka broker
-# honours the sizes. A fetch there takes several seconds under load, so the socket timeout is
-# librdkafka's default 60 s, not the probes' 10 s: a timed-out fetch is retried from scratch and
-# never makes progress.
+# How much one fetch asks for: large fetches keep a replay's round trips few. A fetch can take
+# several seconds on a loaded machine, so the socket timeout is librdkafka's default 60 s: a
+# timed-out fetch is retried from scratch and never makes progress.
 READ_FETCH = {
     "max.partition.fetch.bytes": str(8 << 20),
     "fetch.max.bytes": str(16 << 20),
@@ -96,8 +90,8 @@ def _consume(
     last_progress = time.monotonic()
     while unfinished:
         # Never ask for more than what is left: consume() waits for the full count or the
-        # timeout. Not even one more for the end-of-partition event: at the end of the log that
-        # event only comes after an empty fetch the broker holds for fetch.wait.max.ms.
+        # timeout. Offsets without a record (transaction markers, aborted records) make it ask
+        # for more than comes; the record past the range or the end-of-partition event ends it.
         left = sum(by_key[k].end - next_offset[k] for k in unfinished)
         messages = consumer.consume(num_messages=min(batch_rows, left), timeout=0.5)
         if not messages:
@@ -124,7 +118,10 @@ def _consume(
                             err, message.offset(), rng, next_offset[key]
                         )
             if records and records[-1].offset() >= rng.end:
+                # A record at or past the end: whatever offsets are left below it hold no
+                # record to read (transaction markers, aborted or compacted records).
                 records = [m for m in records if m.offset() < rng.end]
+                next_offset[key] = rng.end
             if records:
                 next_offset[key] = max(next_offset[key], records[-1].offset() + 1)
                 yield rng, records

@@ -1,8 +1,7 @@
 """A Kafka source for Spark Structured Streaming, as a PySpark Python Data Source.
 
-Spark's JVM Kafka connector cannot be installed here (no Maven), so this source speaks Kafka
-through confluent-kafka. It keeps the built-in source's schema and option names, so a pipeline
-can switch to ``format("kafka")`` on a cluster that has the connector::
+It speaks Kafka through confluent-kafka and keeps the built-in source's schema and option
+names, so a pipeline can switch to ``format("kafka")``::
 
     spark.dataSource.register(KafkaDataSource)
     spark.readStream.format("kappa_kafka")
@@ -19,10 +18,9 @@ micro-batch into at most that many Spark tasks, each reading at least that many 
 possible; by default one task per Kafka partition, as Spark's source does),
 ``endingOffsetsFile`` (a kappa extension: a JSON file of offsets re-read every trigger, which a
 side-by-side version uses to cut its batches where the live version cut its commits),
-``failOnDataLoss`` (default true), ``includeHeaders`` (default false), ``brokerProfile`` (a kappa
-extension: ``embedded``, the default, measures partition ends with a fetch; ``kafka`` uses
-ListOffsets; ``auto`` asks the broker's cluster id, see ``streaming.kafka.log``) and any
-``kafka.*`` setting, passed to librdkafka without the prefix.
+``failOnDataLoss`` (default true), ``includeHeaders`` (default false) and any ``kafka.*``
+setting, passed to librdkafka without the prefix. Records are read ``read_committed``: a range
+ends at most at the partition's last stable offset, and aborted transactions are skipped.
 
 Decoding (a kappa extension): with ``valueSchema`` (a DDL such as ``"id string, ts bigint"``, see
 ``streaming.define.value_schema``), optional ``requiredFields`` (comma-separated) and
@@ -34,7 +32,6 @@ keeps the raw bytes only of records with an error (the ones a dead-letter table 
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -74,16 +71,6 @@ class KafkaDataSource(DataSource):
         return KafkaStreamReader(SourceOptions.parse(dict(self.options)))
 
 
-# How long a trigger may reuse the earliest offsets listed by an earlier one. They only move with
-# retention, a read that starts below them fails with a data-loss error anyway, and listing them
-# costs the embedded broker's durable engine a listing of every batch object of each partition.
-EARLIEST_TTL_S = 300.0
-# How long a trigger may plan from ends measured by an earlier one when those already decide the
-# batch (see KafkaStreamReader._reusable_bounds). Measuring again at least this often bounds
-# how long a log the broker lost meanwhile goes unnoticed by the planning.
-KNOWN_ENDS_REUSE_S = 30.0
-
-
 class KafkaRangePartition(InputPartition):
     """The partition ranges one Spark task reads, one after the other."""
 
@@ -100,17 +87,11 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._log: KafkaLog | None = None
         self._target: off.OffsetMap | None = None
         self._last_latest: off.OffsetMap | None = None
-        self._bounds: tuple[off.OffsetMap, off.OffsetMap] | None = None
-        self._bounds_at = 0.0
 
     # --- driver side -----------------------------------------------------------------------
     def _kafka(self) -> KafkaLog:
         if self._log is None:
-            self._log = KafkaLog(
-                self.options.client,
-                earliest_ttl_s=EARLIEST_TTL_S,
-                ends_by_fetch=self.options.ends_by_fetch,
-            )
+            self._log = KafkaLog(self.options.client)
         return self._log
 
     def initialOffset(self) -> dict:
@@ -124,12 +105,12 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return ReadAllAvailable()
 
     def prepareForTriggerAvailableNow(self) -> None:
-        self._target = self._measure()[1]
+        self._target = self._kafka().latest(self.options.topics)
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         position = off.from_spark(start)
         max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
-        earliest, latest = self._reusable_bounds(position, max_rows) or self._measure()
+        earliest, latest = self._kafka().bounds(self.options.topics)
         if self.options.fail_on_data_loss:
             off.check_no_data_loss(position, earliest, latest)
         position = off.add_new_partitions(position, earliest)
@@ -143,29 +124,6 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if cap is not None:
                 latest = _min_offsets(latest, cap, position)
         return off.to_spark(off.cap_offsets(position, latest, max_rows))
-
-    def _measure(self) -> tuple[off.OffsetMap, off.OffsetMap]:
-        self._bounds = self._kafka().bounds(self.options.topics)
-        self._bounds_at = time.monotonic()
-        return self._bounds
-
-    def _reusable_bounds(
-        self, position: off.OffsetMap, max_rows: int | None
-    ) -> tuple[off.OffsetMap, off.OffsetMap] | None:
-        """The bounds measured before, if their ends already decide this trigger's batch, so
-        measuring them again (a fetch per partition, which the embedded durable engine answers by
-        listing the partition) would change nothing: the availableNow target is below them, or
-        the backlog up to them fills a whole batch. They are measured again at least every
-        ``KNOWN_ENDS_REUSE_S``, so a log the broker lost shows there too."""
-        bounds = self._bounds
-        if bounds is None or time.monotonic() - self._bounds_at > KNOWN_ENDS_REUSE_S:
-            return None
-        known = bounds[1]
-        if self._target is not None:
-            return bounds if _covers(known, self._target) else None
-        if max_rows is None or not _covers(known, position):
-            return None
-        return bounds if off.total_lag(position, known) >= max_rows else None
 
     def reportLatestOffset(self) -> dict | None:
         return off.to_spark(self._last_latest) if self._last_latest else None
@@ -218,15 +176,6 @@ def decoded_batch(batch: pa.RecordBatch, decoder: ValueDecoder) -> pa.RecordBatc
     return pa.RecordBatch.from_arrays(
         [*columns, decoded.value, decoded.tombstone, decoded.error],
         schema=pa.schema([*batch.schema, *fields]),
-    )
-
-
-def _covers(ends: off.OffsetMap, offsets: off.OffsetMap) -> bool:
-    """Whether every partition of ``offsets`` is known in ``ends`` at or beyond its offset."""
-    return all(
-        partition in ends.get(topic, {}) and ends[topic][partition] >= offset
-        for topic, parts in offsets.items()
-        for partition, offset in parts.items()
     )
 
 

@@ -13,7 +13,6 @@ from streaming.define.value_schema import spark_ddl
 from streaming.errors import SourceOptionError
 from streaming.kafka import offsets as off
 from streaming.kafka.value_decoder import ValueDecoder
-from streaming.settings import ENDS_BY_FETCH
 
 BASE_SCHEMA = (
     "key binary, value binary, topic string, partition int, offset long, "
@@ -38,7 +37,6 @@ class SourceOptions:
     min_partition_records: int = 0
     ending_file: str | None = None
     decoder: ValueDecoder | None = None
-    ends_by_fetch: bool | None = True  # None: decided from the broker (profile auto)
 
     @classmethod
     def parse(cls, options: dict[str, str]) -> SourceOptions:
@@ -65,7 +63,6 @@ class SourceOptions:
             ending=_ending(lowered.get("endingoffsets"), topics),
             ending_file=lowered.get("endingoffsetsfile") or None,
             decoder=_decoder(lowered),
-            ends_by_fetch=ENDS_BY_FETCH[_broker_profile(lowered)],
         )
 
     def spark_schema(self) -> str:
@@ -96,14 +93,6 @@ def _ending(value: str | None, topics: tuple[str, ...]) -> off.OffsetMap | None:
         msg = f'endingOffsets={value!r} must be JSON offsets like {{"t": {{"0": 42}}}}'
         raise SourceOptionError(msg)
     return parsed
-
-
-def _broker_profile(lowered: dict[str, str]) -> str:
-    value = lowered.get("brokerprofile", "embedded").strip().lower()
-    if value not in ENDS_BY_FETCH:
-        msg = f"brokerProfile={value!r} must be embedded, kafka or auto"
-        raise SourceOptionError(msg)
-    return value
 
 
 def _positive_int(lowered: dict[str, str], name: str) -> int | None:

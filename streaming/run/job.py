@@ -1,10 +1,10 @@
 """Starting a deployment: ``python -m streaming run PIPELINE [options]`` and ``kappa run``.
 
-Start-up resolves the code the deployment runs (its pin), checks the broker and the log, takes
-the deployment's lock, makes a pipeline's first deployment live and starts the query. Dagster
-launches this through Dagster Pipes (``--pipes``); ``kappa run`` calls it in-process. SIGINT or
-SIGTERM stops the query at a micro-batch boundary. The exit codes tell a supervisor what not to
-retry.
+Start-up resolves the code the deployment runs (its pin), checks the broker and the log (a
+stateful pipeline's topics must keep every record), takes the deployment's lock, makes a
+pipeline's first deployment live and starts the query. Dagster launches this through Dagster
+Pipes (``--pipes``); ``kappa run`` calls it in-process. SIGINT or SIGTERM stops the query at a
+micro-batch boundary. The exit codes tell a supervisor what not to retry.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def run_pipeline(
         pinned = pinned_pipeline(settings.home, declared, version)
         pipeline = pinned.pipeline
         deployment = Deployment(pipeline.name, pipeline.version, settings.home)
-        _check_broker(settings, pipeline.topics)
+        _check_broker(settings, pipeline)
         options = _resolve_versions(settings, pipeline, deployment, options)
         lock = DeploymentLock(deployment.lock_path)
         lock.acquire(deployment.id, run_id=launching_run_id())
@@ -69,7 +69,7 @@ def run_pipeline(
             claim_first(settings.home, pipeline.name, deployment.version, "first deployment")
             from streaming.run.spark_session import build_spark_session
 
-            spark = build_spark_session(settings.spark, app_name=f"kappa-{deployment.id}")
+            spark = build_spark_session(settings, app_name=f"kappa-{deployment.id}")
             # PySpark's SparkContext replaces the SIGINT handler with one that cancels every
             # job and raises KeyboardInterrupt mid-batch; take it back so a stop waits for the
             # batch boundary.
@@ -122,11 +122,16 @@ def _resolve_versions(
     return options.model_copy(update=update)
 
 
-def _check_broker(settings: Settings, topics: Sequence[str]) -> None:
+def _check_broker(settings: Settings, pipeline: Pipeline) -> None:
+    """The broker answers, the pipeline's topics exist, and a stateful pipeline's topics keep
+    every record (``streaming.kafka.history``)."""
+    from streaming.kafka.history import check_history_kept
     from streaming.kafka.log import KafkaLog, topic_partitions_or_error
 
     with KafkaLog.of(settings.kafka, timeout_s=5.0) as log:
-        topic_partitions_or_error(log, list(topics))
+        topic_partitions_or_error(log, list(pipeline.topics))
+    if pipeline.plan is not None:
+        check_history_kept(settings.kafka.client_config(), pipeline.name, pipeline.topics)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -24,18 +24,16 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from streaming.settings import SparkSettings, load_settings
+from streaming.settings import Settings, SparkSettings, load_settings
 
 
-def archive_path(spark: SparkSettings) -> Path | None:
+def archive_path(spark: SparkSettings, cache_dir: Path) -> Path | None:
     """Where this Java and Spark installation's archive lives; None if switched off."""
     configured = spark.jvm_archive
     if configured.lower() == "off":
         return None
     if configured:
         return Path(configured)
-    if spark.cache_dir is None:
-        return None
     import pyspark
 
     bin_dir = str(Path(spark.java_home) / "bin") if spark.java_home else None
@@ -44,21 +42,21 @@ def archive_path(spark: SparkSettings) -> Path | None:
         [os.path.realpath(java), pyspark.__version__, str(Path(pyspark.__file__).parent)]
     )
     digest = hashlib.sha256(identity.encode()).hexdigest()[:16]
-    return spark.cache_dir / "jvm" / f"spark-{pyspark.__version__}-{digest}.jsa"
+    return cache_dir / "jvm" / f"spark-{pyspark.__version__}-{digest}.jsa"
 
 
-def java_options(spark: SparkSettings) -> str:
+def java_options(spark: SparkSettings, cache_dir: Path) -> str:
     """Driver JVM options that map the archive, or "" when there is none."""
-    path = archive_path(spark)
+    path = archive_path(spark, cache_dir)
     if path is None or not path.is_file():
         return ""
     # -Xlog:cds=off: a stale archive is a silent fallback, not a warning on every start.
     return f"-XX:SharedArchiveFile={path} -Xlog:cds=off -Xlog:cds+dynamic=off"
 
 
-def build(spark: SparkSettings, timeout_s: float = 600.0) -> Path | None:
+def build(settings: Settings, timeout_s: float = 600.0) -> Path | None:
     """Build the archive (a child process runs a small Spark workload and exits)."""
-    path = archive_path(spark)
+    path = archive_path(settings.spark, settings.cache_dir)
     if path is None:
         return None
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -79,7 +77,7 @@ def build(spark: SparkSettings, timeout_s: float = 600.0) -> Path | None:
     return path
 
 
-def _dump(spark_settings: SparkSettings, target: Path) -> None:
+def _dump(settings: Settings, target: Path) -> None:
     """Run what a pipeline's driver runs, then stop the JVM so it writes the archive."""
     from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
@@ -112,9 +110,9 @@ def _dump(spark_settings: SparkSettings, target: Path) -> None:
             return WarmUpReader()
 
     options = f"-XX:ArchiveClassesAtExit={target} -Xlog:cds=off -Xlog:cds+dynamic=off"
-    conf = {**spark_settings.conf, "spark.driver.extraJavaOptions": options}
-    warm_up = spark_settings.model_copy(update={"master": "local[2]", "conf": conf})
-    spark = build_spark_session(warm_up, archive=False)
+    conf = {**settings.spark.conf, "spark.driver.extraJavaOptions": options}
+    warm_up = settings.spark.model_copy(update={"master": "local[2]", "conf": conf})
+    spark = build_spark_session(settings.model_copy(update={"spark": warm_up}), archive=False)
     spark.dataSource.register(WarmUpSource)
     collected: list[int] = []
 
@@ -146,17 +144,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--if-missing", action="store_true", help="only if there is none yet")
     parser.add_argument("--dump-to", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    spark = load_settings().spark
+    settings = load_settings()
     if args.dump_to is not None:
-        _dump(spark, args.dump_to)
+        _dump(settings, args.dump_to)
         return 0
-    path = archive_path(spark)
+    path = archive_path(settings.spark, settings.cache_dir)
     if path is None:
         print("the JVM class archive is off (KAPPA_JVM_ARCHIVE=off)", file=sys.stderr)
         return 0
     if args.if_missing and path.is_file():
         return 0
-    build(spark)
+    build(settings)
     return 0
 
 

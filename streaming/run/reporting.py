@@ -24,9 +24,8 @@ if TYPE_CHECKING:
     from streaming.run.micro_batch import BatchWriter
 
 
-# How old the log ends in a health report may be. The source measures them every trigger and a
-# fresh measurement costs the broker a listing of the partition on the embedded durable engine,
-# so a report reuses a recent measurement instead of making its own.
+# How old the log ends in a health report may be: the source measures them every trigger, and a
+# report reuses that measurement when it is recent enough.
 ENDS_MAX_AGE_S = 10.0
 
 
@@ -155,7 +154,7 @@ def take_snapshot(
     committed = off.from_spark(last.end_offsets) if last else committed_before
     latest = reported_ends(last_progress, pipeline.topics, ENDS_MAX_AGE_S)
     if latest is None:
-        latest = log.recent_ends(pipeline.topics, ENDS_MAX_AGE_S)
+        latest = log.latest(pipeline.topics)
     lag = {
         t: {str(p): max(0, end - committed.get(t, {}).get(p, 0)) for p, end in parts.items()}
         for t, parts in latest.items()

@@ -23,7 +23,7 @@ from streaming.errors import DataLossError, RunError
 from streaming.kafka import offsets as off
 from streaming.kafka.decode import source_options
 from streaming.kafka.log import KafkaLog
-from streaming.kafka.source import EARLIEST_TTL_S, FORMAT
+from streaming.kafka.source import FORMAT
 from streaming.run.deployment import Deployment
 from streaming.run.health import CAUGHT_UP, RUNNING, STOPPED, classify
 from streaming.run.micro_batch import BatchWriter
@@ -63,8 +63,8 @@ class PipelineRunner:
         self._previous_lag: int | None = None
         self._drift = ""
         self._committed_before: off.OffsetMap = {}  # the table's position when this run started
-        # Connects on first use, reused per report; earliest offsets only move with retention.
-        self._log = KafkaLog.of(settings.kafka, earliest_ttl_s=EARLIEST_TTL_S)
+        # Connects on first use, reused per report.
+        self._log = KafkaLog.of(settings.kafka)
         self.alignment = LiveAlignment(deployment) if options.follow_live else None
 
     def request_stop(self) -> None:
@@ -77,7 +77,6 @@ class PipelineRunner:
             .option("subscribe", ",".join(self.pipeline.topics))
             .option("startingOffsets", self.options.starting_offsets)
             .option("failOnDataLoss", str(self.options.fail_on_data_loss).lower())
-            .option("brokerProfile", self.kafka.broker_profile or "auto")
         )
         for key, value in source_options(self.pipeline).items():
             reader = reader.option(key, value)

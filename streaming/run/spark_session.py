@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from streaming.settings import SparkSettings
+from streaming.settings import Settings, SparkSettings
 
 # Whatever the user configures: a missing Arrow path must fail loudly rather than silently take
 # the slow path, times are UTC, and a stop request lets the batch in flight finish.
@@ -31,16 +31,18 @@ SparkProvider = Callable[[], SparkSession]
 WORKER_WRAPPER = Path(__file__).with_name("worker_python.sh")
 
 
-def session_conf(spark: SparkSettings, app_name: str = "kappa", archive: bool = True) -> dict:
+def session_conf(settings: Settings, app_name: str = "kappa", archive: bool = True) -> dict:
     """Every setting of a platform session, master and application name included (the form
     ``dagster_pyspark``'s resources take). With ``archive``, a new driver JVM maps the class
     archive of ``streaming.run.jvm_archive`` if one was built."""
+    spark = settings.spark
     conf = {"spark.master": spark.master, "spark.app.name": app_name, "spark.log.level": "ERROR"}
     conf.update({**spark.conf, **REQUIRED_CONF})
     if archive:
         from streaming.run.jvm_archive import java_options
 
-        extra = " ".join(filter(None, [conf.get(JAVA_OPTIONS, ""), java_options(spark)]))
+        options = java_options(spark, settings.cache_dir)
+        extra = " ".join(filter(None, [conf.get(JAVA_OPTIONS, ""), options]))
         if extra:
             conf[JAVA_OPTIONS] = extra
     return conf
@@ -71,13 +73,13 @@ def python_environment(spark: SparkSettings) -> dict[str, str]:
 
 
 def build_spark_session(
-    spark: SparkSettings, app_name: str = "kappa", archive: bool = True
+    settings: Settings, app_name: str = "kappa", archive: bool = True
 ) -> SparkSession:
     """Get or create the process's SparkSession with the platform's settings, the Kafka source
     registered."""
-    os.environ.update(python_environment(spark))
+    os.environ.update(python_environment(settings.spark))
     builder = SparkSession.builder
-    for key, value in session_conf(spark, app_name, archive).items():
+    for key, value in session_conf(settings, app_name, archive).items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     from streaming.kafka.source import KafkaDataSource
@@ -86,6 +88,6 @@ def build_spark_session(
     return session
 
 
-def session_provider(spark: SparkSettings, app_name: str = "kappa") -> SparkProvider:
+def session_provider(settings: Settings, app_name: str = "kappa") -> SparkProvider:
     """A provider of the platform's session, built on first call."""
-    return lambda: build_spark_session(spark, app_name)
+    return lambda: build_spark_session(settings, app_name)

@@ -107,7 +107,7 @@ def compare_versions(
             "--until-live`"
         )
         raise PromotionBlockedError(msg)
-    session = (spark or session_provider(settings.spark))()
+    session = (spark or session_provider(settings))()
     result = compare_tables(
         read_spark(session, old.table_path, pair.live_table_version),
         read_spark(session, new.table_path, pair.candidate_table_version),

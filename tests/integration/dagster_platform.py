@@ -1,4 +1,4 @@
-"""A real `dagster dev` (webserver + daemon) with an embedded broker, for lifecycle tests."""
+"""A real `dagster dev` (webserver + daemon) on the test process's broker, for lifecycle tests."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from kappa.broker import EmbeddedBroker
 from kappa.dagster_api import DagsterApi
 from kappa.platform_up import dagster_dev
 from kappa.processes import ManagedProcess
+from kappa.testing.broker import delete_topics
 from kappa.testing.settings import private_settings
 from streaming.run.deployment import Deployment
 from streaming.run.lock import DeploymentLock
@@ -53,17 +54,21 @@ class Platform:
 
 
 @contextmanager
-def running_platform(home: Path, **overrides: object) -> Iterator[Platform]:
-    """``overrides``: dotted settings, e.g. ``pipelines`` for a user's pipeline modules.
+def running_platform(home: Path, broker: EmbeddedBroker, **overrides: object) -> Iterator[Platform]:
+    """Dagster on ``broker`` (the shared one, emptied first), with its home at ``home``.
+
+    ``overrides``: dotted settings, e.g. ``pipelines`` for a user's pipeline modules.
 
     The quality sensor's own suite runs are off unless ``quality.auto`` is overridden: each is a
     run process, a Spark session and a GE validation competing with the test for the CPU, and
     only ``test_lifecycle`` checks them.
     """
     overrides.setdefault("quality.auto", False)
-    settings = private_settings(home, **overrides)
-    broker = EmbeddedBroker(settings)
-    broker.start()
+    ports = broker.settings.broker
+    settings = private_settings(
+        home, ports.port, controller_port=ports.controller_port, **overrides
+    )
+    delete_topics(settings.kafka.client_config())
     dagster = dagster_dev(settings).start()
     try:
         api = DagsterApi(settings, timeout_s=5)
@@ -79,7 +84,6 @@ def running_platform(home: Path, **overrides: object) -> Iterator[Platform]:
         except Exception:
             pass
         dagster.stop()
-        broker.stop()
 
 
 def _ready(api: DagsterApi) -> bool:

@@ -30,11 +30,11 @@ def artifacts() -> Path:
     return artifacts_dir("browser")
 
 
-def test_launch_and_terminate_a_streaming_asset_from_the_ui(tmp_path, artifacts):
+def test_launch_and_terminate_a_streaming_asset_from_the_ui(tmp_path, artifacts, shared_broker):
     from playwright.sync_api import expect, sync_playwright
 
     executable = chromium()
-    with running_platform(tmp_path / "home") as platform, sync_playwright() as pw:
+    with running_platform(tmp_path / "home", shared_broker) as platform, sync_playwright() as pw:
         send(platform.settings, transactions(500, seed=30))
         platform.api.add_partition(versions_partitions_name("customer_spend"), "v1")
         url = f"http://127.0.0.1:{platform.settings.dagster.port}"

@@ -162,12 +162,15 @@ class Ui:
 
 
 @pytest.mark.timeout(1800)  # three versions side by side, Spark and Dagster on two cores
-def test_reprocessing_flow_in_the_dagster_ui(code_dir: Path, tmp_path: Path):
+def test_reprocessing_flow_in_the_dagster_ui(code_dir: Path, tmp_path: Path, shared_broker):
     from playwright.sync_api import sync_playwright
 
     executable = chromium()
     artifacts = artifacts_dir("browser-reprocessing")
-    with running_platform(tmp_path / "home", pipelines=MODULE) as platform, sync_playwright() as pw:
+    with (
+        running_platform(tmp_path / "home", shared_broker, pipelines=MODULE) as platform,
+        sync_playwright() as pw,
+    ):
         settings, home = platform.settings, platform.settings.home
         send(settings, customer_changes(1500, seed=70))
         producer = Producer(platform)

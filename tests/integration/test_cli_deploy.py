@@ -34,8 +34,8 @@ def _run_id(output: str) -> str:
     return output.split(" as run ", 1)[1].split(":", 1)[0]
 
 
-def test_deploy_then_stop(tmp_path):
-    with running_platform(tmp_path / "home") as platform:
+def test_deploy_then_stop(tmp_path, shared_broker):
+    with running_platform(tmp_path / "home", shared_broker) as platform:
         settings = platform.settings
         send(settings, customer_changes(300, seed=31))
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from dagster import DagsterEventType, DagsterInstance
 
+from kappa.testing.broker import delete_topics
 from kappa.testing.producing import send, transactions
 from kappa.testing.reference import replay, spend_state
 from kappa.testing.settings import private_settings
@@ -22,8 +23,7 @@ def test_data_loss_fails_the_step_with_cause_and_log_tail_and_is_not_retried(set
     before = table_rows(settings, "customer_spend")
     assert before == spend_state(replay(settings.kafka.bootstrap_servers, "transactions"))
 
-    broker.stop()  # the in-memory broker forgets every topic
-    broker.start()
+    delete_topics(settings.kafka.client_config(), ["transactions"])  # the log is gone
     send(settings, transactions(50, seed=61))  # the log now ends below the checkpoint
     result = materialize_table(settings, "customer_spend", instance=instance)
 

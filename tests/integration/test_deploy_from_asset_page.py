@@ -96,8 +96,10 @@ def _gate_evaluations(platform: Platform, run_id: str) -> list[dict[str, Any]]:
     return [e for e in found if e["checkName"] in GATE]
 
 
-def test_until_caught_up_runs_from_the_asset_page_never_compare_and_succeed(tmp_path):
-    with running_platform(tmp_path / "home") as platform:
+def test_until_caught_up_runs_from_the_asset_page_never_compare_and_succeed(
+    tmp_path, shared_broker
+):
+    with running_platform(tmp_path / "home", shared_broker) as platform:
         settings = platform.settings
         send(settings, customer_changes(300, seed=33))
         expected = customers_state(replay(settings.kafka.bootstrap_servers, "customers"))

@@ -23,7 +23,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 @pytest.mark.timeout(1500)  # restarts of a Spark process on two cores
 def test_kills_poison_and_a_read_only_disk_lose_and_duplicate_nothing(tmp_path):
-    run = FaultRun(tmp_path, seed=6, rate=100, durable=False, max_batch=2000)
+    run = FaultRun(tmp_path, seed=6, rate=100, max_batch=2000)
     try:
         run.start()  # mounts the home's disk: known from here whether it can turn read-only
         if run.disk.mode == "none":

@@ -26,10 +26,10 @@ FAST = {"mode": "continuous", "trigger_interval": "0.5 seconds", "report_every_s
 
 
 @pytest.fixture(scope="module")
-def platform(tmp_path_factory):  # type: ignore[no-untyped-def]
+def platform(tmp_path_factory, shared_broker):  # type: ignore[no-untyped-def]
     # The one platform test that keeps the quality sensor's own suite runs on (and checks one).
     home = tmp_path_factory.mktemp("lifecycle")
-    with running_platform(home, **{"quality.auto": True}) as running:
+    with running_platform(home, shared_broker, **{"quality.auto": True}) as running:
         yield running
 
 

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 
 from kappa.broker import EmbeddedBroker
@@ -14,14 +16,15 @@ from tests.integration.helpers import kappa, run_until_caught_up
 pytestmark = pytest.mark.integration
 
 
-def test_up_on_a_restarted_memory_broker_says_so_once_and_deletes_nothing(spark, settings):
+def test_up_on_a_broker_whose_log_was_wiped_says_so_once_and_deletes_nothing(spark, settings):
     broker = EmbeddedBroker(settings)
     broker.start()
     try:
         send(settings, customer_changes(600, seed=21))
         run_until_caught_up(spark, settings, "customers")
     finally:
-        broker.stop()  # the memory engine forgets every topic
+        broker.stop()
+    shutil.rmtree(settings.home.broker_data)  # the broker starts again with an empty log
     deployment = Deployment("customers", "v1", settings.home)
     state = [deployment.table_path, deployment.checkpoint_path]
 

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from dagster import AssetCheckKey, AssetKey, DagsterInstance
 
+from kappa.broker import EmbeddedBroker
 from kappa.testing.producing import customer_changes, send
 from kappa.testing.reference import Record, customers_state, log_ends, replay, table_state
 from streaming.delta.table_reader import commits, last_end_offsets, read_arrow
@@ -47,9 +48,11 @@ def code_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 
 @pytest.fixture(scope="module")
-def platform(code_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Platform]:
+def platform(
+    code_dir: Path, tmp_path_factory: pytest.TempPathFactory, shared_broker: EmbeddedBroker
+) -> Iterator[Platform]:
     home = tmp_path_factory.mktemp("reprocessing")
-    with running_platform(home, pipelines=MODULE) as running:
+    with running_platform(home, shared_broker, pipelines=MODULE) as running:
         yield running
 
 

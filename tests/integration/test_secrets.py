@@ -62,10 +62,10 @@ def test_cli_output_debug_output_and_files_never_show_a_secret(settings, broker)
 
 
 @pytest.mark.slow
-def test_dagster_runs_metadata_and_logs_never_show_a_secret(tmp_path):
+def test_dagster_runs_metadata_and_logs_never_show_a_secret(tmp_path, shared_broker):
     home = tmp_path / "home"
     overrides = {"kafka.client.sasl.password": SECRET}
-    with running_platform(home, **overrides) as platform:
+    with running_platform(home, shared_broker, **overrides) as platform:
         assert platform.settings.kafka.client["sasl.password"] == SECRET
         send(platform.settings, customer_changes(300, seed=91))
         run_id = platform.launch("customers", mode="until_caught_up", report_every_s=1.0)

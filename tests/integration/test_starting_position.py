@@ -1,8 +1,5 @@
 """`kappa run --starting-offsets / --starting-timestamp` and `kappa diff`, end to end: the
-tables hold exactly the topic from that position on; two versions of one log compare clean.
-
-The CLI is given the test broker's address with ``--bootstrap-servers``, which the settings do not
-know as the embedded broker's: the broker profile is decided by asking the broker (``auto``)."""
+tables hold exactly the topic from that position on; two versions of one log compare clean."""
 
 from __future__ import annotations
 

@@ -14,9 +14,8 @@ def test_demo_producer_batches_by_the_configured_linger(tmp_path):
     assert int(config["message.timeout.ms"]) > 2500  # librdkafka refuses less than the linger
 
 
-def test_the_demo_producer_lingers_5_s_by_default(tmp_path):
-    """The platform's configured linger, as `make run` uses it: batches large enough that a
-    replay of the log pays for few objects on the durable engine."""
+def test_the_demo_producer_loses_nothing_it_was_told_was_written(tmp_path):
+    """Acknowledged by every in-sync replica and idempotent: a retried send is written once."""
     config = producer_config(private_settings(tmp_path / "home"))
 
-    assert int(config["linger.ms"]) == 5000
+    assert (config["acks"], config["enable.idempotence"]) == ("all", "true")

@@ -13,7 +13,7 @@ from streaming.settings import load_settings
 def test_a_child_process_started_from_test_settings_caps_its_jit(tmp_path: Path):
     settings = private_settings(tmp_path / "home")
     child = load_settings(env=settings.to_env())  # what a deployment subprocess reads
-    conf = session_conf(child.spark, archive=False)
+    conf = session_conf(child, archive=False)
     assert conf[JAVA_OPTIONS] == SHORT_LIVED_JIT
     assert conf["spark.executor.extraJavaOptions"] == SHORT_LIVED_JIT
 

@@ -1,7 +1,7 @@
 """A process counts as gone only once every one of its threads has exited.
 
-A multi-threaded server (weed, tansu, a JVM) whose main thread exits first shows as a zombie
-while its other threads still run and hold its sockets; a restart right after would find its
+A multi-threaded server (a JVM such as the Kafka broker) whose main thread exits first shows as a
+zombie while its other threads still run and hold its sockets; a restart right after would find its
 port taken.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from kappa.broker import pid_alive
+from kappa.processes import pid_alive
 from streaming.wait import wait_until
 
 # The main thread ends with pthread_exit (ctypes releases the GIL for the call) while another

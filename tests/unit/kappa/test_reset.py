@@ -19,7 +19,7 @@ DERIVED = [
     "alignment",
     "quality",
 ]
-KEPT = ["object_store/data", "logs", "dagster", "run"]
+KEPT = ["broker/data", "logs", "dagster", "run"]
 
 
 def _home(tmp_path) -> Home:  # type: ignore[no-untyped-def]

@@ -76,16 +76,11 @@ def test_child_environment_round_trips(tmp_path):
     assert again == settings
 
 
-def test_the_broker_profile_follows_the_bootstrap_servers_unless_set(tmp_path):
-    path = _config(tmp_path, "broker:\n  port: 19999\n")
-    assert load_settings(path, env={}).kafka.broker_profile == "embedded"
-    # elsewhere the broker itself answers on first contact (its cluster id)
+def test_the_kafka_cluster_defaults_to_the_embedded_broker(tmp_path):
+    path = _config(tmp_path, "broker:\n  port: 19999\n  controller_port: 19998\n")
+    assert load_settings(path, env={}).kafka.bootstrap_servers == "127.0.0.1:19999"
     remote = load_settings(path, env={"KAFKA_BOOTSTRAP_SERVERS": "kafka.example:9093"})
-    assert remote.kafka.broker_profile == "auto" and remote.kafka.ends_by_fetch is None
-    forced = {"KAFKA_BOOTSTRAP_SERVERS": "kafka.example:9093", "KAPPA_BROKER_PROFILE": "embedded"}
-    assert load_settings(path, env=forced).kafka.ends_by_fetch is True
-    plain = {"KAFKA_BOOTSTRAP_SERVERS": "kafka.example:9093", "KAPPA_BROKER_PROFILE": "kafka"}
-    assert load_settings(path, env=plain).kafka.ends_by_fetch is False
+    assert remote.kafka.bootstrap_servers == "kafka.example:9093"
 
 
 def test_pipelines_come_from_the_file_or_the_environment(tmp_path):
@@ -103,13 +98,19 @@ def test_spark_defaults_come_from_the_config_file(tmp_path):
     assert conf == {"spark.sql.shuffle.partitions": "8", "spark.x": "1"}
 
 
-def test_durable_engine_is_the_default_and_memory_a_setting():
-    assert load_settings(env={}).broker.storage == "s3"
-    memory = load_settings(env={"KAPPA_BROKER_STORAGE": "memory", "KAPPA_OBJECT_STORE_PORT": "9"})
-    assert (memory.broker.storage, memory.object_store.port) == ("memory", 9)
-    assert load_settings(env=memory.to_env()).broker.storage == "memory"
+def test_the_broker_ports_and_heap_are_settings_that_reach_a_child():
+    settings = load_settings(
+        env={
+            "KAPPA_BROKER_PORT": "7001",
+            "KAPPA_BROKER_CONTROLLER_PORT": "7002",
+            "KAPPA_BROKER_HEAP": "512m",
+        }
+    )
+    broker = settings.broker
+    assert (broker.port, broker.controller_port, broker.heap) == (7001, 7002, "512m")
+    assert load_settings(env=settings.to_env()).broker == broker
 
 
-def test_an_unknown_engine_fails_at_load_naming_the_setting():
-    with pytest.raises(ConfigError, match=r"broker\.storage.*'s3' or 'memory'"):
-        load_settings(env={"KAPPA_BROKER_STORAGE": "postgres"})
+def test_a_bad_heap_fails_at_load_naming_the_setting():
+    with pytest.raises(ConfigError, match=r"broker\.heap"):
+        load_settings(env={"KAPPA_BROKER_HEAP": "lots"})
