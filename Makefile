@@ -1,5 +1,5 @@
 # The README's two commands: `make run` (the platform) and `make test` (the test suite).
-.PHONY: run test lint bench bench-sink bench-operators faults env
+.PHONY: run test lint bench bench-sink bench-operators bench-source faults env
 
 env:
 	@bash scripts/bootstrap.sh
@@ -37,3 +37,7 @@ bench-operators: env
 # The sink's per-batch cost at 0.1, 1 and 10 M rows against the merge path (bench/sink_bench.py).
 bench-sink: env
 	.venv/bin/python -m bench.sink_bench $(ARGS)
+
+# Spark's own Kafka source against the platform's Python Data Source (bench/source_bench.py).
+bench-source: env
+	.venv/bin/python -m bench.source_bench $(ARGS)
