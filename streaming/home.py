@@ -60,10 +60,6 @@ class Home:
         """A stateful deployment's operator state (``streaming.state.StateStore``)."""
         return self.operator_states / deployment_id
 
-    def publication(self, deployment_id: str) -> Path:
-        """The last batch a deployment published to its output topic."""
-        return self.operator_states / f"{deployment_id}.published.json"
-
     @property
     def locks(self) -> Path:
         return self.root / "locks"

@@ -75,8 +75,11 @@ class BatchWriter:
         self.totals = BatchTotals()
 
     def close(self) -> None:
-        """Stop the table's background upkeep once the query is over (waits for its step)."""
+        """Stop the table's background upkeep once the query is over (waits for its step), and
+        close the publisher's clients."""
         self.table.close()
+        if self.publisher is not None:
+            self.publisher.close()
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         started = time.monotonic()

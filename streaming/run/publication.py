@@ -3,73 +3,144 @@ row as JSON, a null value on delete) that any consumer or another pipeline reads
 
 Only the live version publishes (any version while none is live: the first deployment to run
 claims the live pointer), so side-by-side versions never write into the same topic. Each record
-carries the headers ``kappa.deployment`` and ``kappa.batch``. A batch is published before the
-table commits it, and a marker file records the last batch whose publication was flushed: a
-replayed batch at or below the marker is not published again. A crash in the middle of a
-publication re-sends that batch whole; the repeated records carry the same key, value and batch
-header as the first ones, so a changelog reader ends with the same table.
+carries the headers ``kappa.deployment`` and ``kappa.batch``.
 
-Handover: the marker also records which switch of the live pointer the deployment published
+Exactly once for ``read_committed`` readers: a batch is published before the table commits it,
+in one Kafka transaction of the deployment's own transactional producer, and that transaction
+also commits the deployment's published position, "batch N under live switch S": the offset N + 1
+(the next batch, as a committed offset names the next record) of a consumer group of the
+deployment on the topic's partition 0, with ``{"batch": N, "live_since": S}`` as its metadata.
+Nothing consumes with that group; its offset only carries the position. Records and position
+become visible together or not at all:
+
+- A crash before the transaction commits leaves it open. The next incarnation's producer has the
+  same ``transactional.id``: opening it aborts the open transaction (and fences the old producer),
+  then the position is read back without the batch, which is published again. Readers see it
+  once. Until the abort, or the producer's transaction timeout (60 s) if the deployment is not
+  restarted, the open transaction holds back the topic's last stable offset: such readers see
+  nothing newer meanwhile.
+- A crash after the Kafka commit but before the table's: the replayed batch finds itself in the
+  position and sends nothing.
+
+Readers with ``read_uncommitted`` see aborted records too. The transactional id and the group are
+named after a hash of the platform home's real path, the deployment and the topic, so they stay
+the same across restarts and differ between homes sharing a broker. The broker forgets a group's
+offsets after ``offsets.retention.minutes`` (7 days by default) without a commit: a deployment
+whose position was forgotten, or whose home moved, publishes its next batch with a handover,
+which leaves the right table in the topic but may repeat records already published.
+
+Handover: the position also records which switch of the live pointer the deployment published
 under. The first batch a deployment publishes under a new switch (it was promoted, or rolled
-back to) starts with a reconciliation: the topic is read back as a table and brought to the
-deployment's table at its last commit (rows that differ are sent, keys the table lacks get a
-tombstone), so readers of the topic see the new live version's whole table, history included,
-and not only its changes from the switch on. Publication holds the live pointer, so a switch
-never lands in the middle of a batch's publication and a version that stopped being live sends
-nothing after it.
+back to) starts with a reconciliation, in the batch's transaction: the topic is read back as a
+table and brought to the deployment's table at its last commit (rows that differ are sent, keys
+the table lacks get a tombstone), so readers of the topic see the new live version's whole table,
+history included, and not only its changes from the switch on. Publication holds the live
+pointer, so a switch never lands in the middle of a batch's publication and a version that
+stopped being live sends nothing after it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
-from confluent_kafka import Producer
 
-from streaming.atomic_file import write_atomically
 from streaming.delta.table_reader import read_arrow
-from streaming.errors import TableNotFoundError
+from streaming.errors import RunError, TableNotFoundError
 from streaming.kafka.admin import ensure_topics
-from streaming.kafka.log import CLIENT_LOGGER, KafkaLog
+from streaming.kafka.log import KafkaLog
 from streaming.kafka.offsets import plan_ranges
 from streaming.kafka.reader import read_ranges
+from streaming.kafka.transactions import TransactionalProducer, TransactionError
 from streaming.run.deployment import Deployment
 from streaming.settings import Settings
 from streaming.versions.live_pointer import pointer_held, read_live
 
 DEPLOYMENT_HEADER = "kappa.deployment"
 BATCH_HEADER = "kappa.batch"
+# The partition of the output topic on which the deployment's group commits its position.
+POSITION_PARTITION = 0
+
+Record = tuple[Any, bytes | None]
 
 
-class PublicationError(RuntimeError):
-    """Changes could not be delivered to the output topic."""
+class PublicationError(RunError):
+    """Changes could not be delivered to the output topic; none of the batch is visible."""
+
+
+@dataclass(frozen=True)
+class Published:
+    """The last batch a deployment published, and the live pointer's switch it was under."""
+
+    batch: int
+    live_since: float | None
+
+
+def transactional_id(deployment: Deployment, topic: str) -> str:
+    """The id of the deployment's transactional producer for ``topic``."""
+    return f"kappa-{_home_tag(deployment)}-{deployment.id}-{topic}"
+
+
+def position_group(deployment: Deployment) -> str:
+    """The consumer group whose offsets hold the deployment's published position."""
+    return f"kappa-publish-{_home_tag(deployment)}-{deployment.id}"
+
+
+def _home_tag(deployment: Deployment) -> str:
+    return hashlib.sha256(os.path.realpath(deployment.home).encode()).hexdigest()[:12]
 
 
 class ChangelogPublisher:
-    """Publishes one deployment's changes to ``topic``; the producer is created on first use."""
+    """Publishes one deployment's changes to ``topic``; its clients are created on first use."""
 
     def __init__(self, settings: Settings, deployment: Deployment, topic: str, key: str) -> None:
         self.settings = settings
         self.deployment = deployment
         self.topic = topic
         self.key = key
-        self.marker = deployment.home.publication(deployment.id)
-        self._producer: Producer | None = None
+        self._writer = TransactionalProducer(
+            settings.kafka.client_config(),
+            transactional_id(deployment, topic),
+            position_group(deployment),
+        )
+        self._topic_ready = False
 
-    def _marker(self) -> tuple[int | None, float | None]:
-        """(last flushed batch, the live pointer's switch it was published under)."""
+    def close(self) -> None:
+        self._writer.close()
+
+    def published(self) -> Published | None:
+        """The last batch published, from the group's committed position (None before any).
+
+        Aborts first a transaction an earlier incarnation of this deployment left open.
+        """
         try:
-            data = json.loads(self.marker.read_text())
-        except FileNotFoundError:
-            return None, None
-        since = data.get("live_since")
-        return int(data["batch"]), None if since is None else float(since)
+            position = self._writer.position(self.topic, POSITION_PARTITION)
+        except TransactionError as exc:
+            raise PublicationError(f"publishing to {self.topic!r}: {exc}") from None
+        if position is None:
+            return None
+        try:
+            data = json.loads(position.metadata)
+            since = data["live_since"]
+            return Published(int(data["batch"]), None if since is None else float(since))
+        except (ValueError, KeyError, TypeError):
+            msg = (
+                f"the published position of {self.deployment.id} on {self.topic!r} (group "
+                f"{self._writer.group!r}, partition {POSITION_PARTITION}) is not one kappa "
+                f"wrote: {position.metadata!r}; delete that group's offsets to publish the next "
+                "batch with a handover"
+            )
+            raise PublicationError(msg) from None
 
     def publish(self, changes: pa.Table, batch_id: int) -> int:
         """Send one batch's changes (``_delete`` marks deletes), after the reconciliation of a
-        handover (module docstring); returns how many records were sent."""
+        handover, in one transaction with the position (module docstring); returns how many
+        records were sent."""
         home, pipeline = self.deployment.home, self.deployment.pipeline
         with pointer_held(home, pipeline):
             live = read_live(home, pipeline)
@@ -77,37 +148,49 @@ class ChangelogPublisher:
             if live is not None and live.version != self.deployment.version:
                 return 0
             since = None if live is None else live.since
-            done, published_under = self._marker()
-            handover = done is None or published_under != since
-            if not handover and done is not None and done >= batch_id:
+            if not self._topic_ready:
+                ensure_topics(self.settings, [self.topic])
+                self._topic_ready = True
+            done = self.published()
+            handover = done is None or done.live_since != since
+            if not handover and done is not None and done.batch >= batch_id:
                 return 0
-            producer = self._open()
+            # A handover brings the topic to the last commit, so this batch always follows it.
+            records = self._reconciliation() if handover else []
+            records += self._changes(changes)
             headers = [
                 (DEPLOYMENT_HEADER, self.deployment.id.encode()),
                 (BATCH_HEADER, str(batch_id).encode()),
             ]
-            # A handover brings the topic to the last commit, so this batch always follows it.
-            sent = self._reconcile(producer, headers) if handover else 0
-            sent += self._send(producer, headers, changes, batch_id)
-            write_atomically(self.marker, json.dumps({"batch": batch_id, "live_since": since}))
-            return sent
+            position = json.dumps({"batch": batch_id, "live_since": since})
+            try:
+                with self._writer.transaction() as transaction:
+                    for key, value in records:
+                        transaction.produce(self.topic, str(key).encode(), value, headers)
+                    transaction.commit_position(
+                        self.topic, POSITION_PARTITION, batch_id + 1, position
+                    )
+            except TransactionError as exc:
+                msg = f"publishing batch {batch_id} to {self.topic!r} failed: {exc}"
+                raise PublicationError(msg) from None
+            return len(records)
 
-    def _send(self, producer: Producer, headers: list, changes: pa.Table, batch_id: int) -> int:
-        records = []
+    def _changes(self, changes: pa.Table) -> list[Record]:
+        records: list[Record] = []
         for row in changes.to_pylist():
             deleted = row.pop("_delete")
             records.append((row[self.key], None if deleted else _encode(row)))
-        self._produce(producer, headers, records, f"batch {batch_id}")
-        return len(records)
+        return records
 
-    def _reconcile(self, producer: Producer, headers: list) -> int:
-        """Bring the topic, read back as a table, to this deployment's table at its last commit."""
+    def _reconciliation(self) -> list[Record]:
+        """What brings the topic, read back as a table, to this deployment's table at its last
+        commit."""
         topic = self._topic_table()
         try:
             rows = read_arrow(self.deployment.table_path).to_pylist()
         except TableNotFoundError:
             rows = []
-        records: list[tuple[Any, bytes | None]] = []
+        records: list[Record] = []
         for row in rows:
             key = str(row[self.key])
             value = _encode(row)
@@ -115,8 +198,7 @@ class ChangelogPublisher:
             if current is None or json.loads(current) != json.loads(value):
                 records.append((key, value))
         records += [(key, None) for key in sorted(topic)]
-        self._produce(producer, headers, records, "the handover")
-        return len(records)
+        return records
 
     def _topic_table(self) -> dict[str, bytes]:
         """The topic read back as a table: per key its last value; a tombstone deletes."""
@@ -134,46 +216,6 @@ class ChangelogPublisher:
                 else:
                     table[name] = value
         return table
-
-    def _produce(
-        self, producer: Producer, headers: list, records: list[tuple[Any, bytes | None]], what: str
-    ) -> None:
-        failures: list[str] = []
-
-        def delivered(err: object, _msg: object) -> None:
-            if err is not None:
-                failures.append(str(err))
-
-        for key, value in records:
-            while True:
-                try:
-                    producer.produce(
-                        self.topic,
-                        key=str(key).encode(),
-                        value=value,
-                        headers=headers,
-                        on_delivery=delivered,
-                    )
-                    break
-                except BufferError:
-                    producer.poll(0.05)
-        if producer.flush(30) or failures:
-            msg = f"publishing {what} to {self.topic!r} failed: {failures[:1]}"
-            raise PublicationError(msg)
-
-    def _open(self) -> Producer:
-        if self._producer is None:
-            ensure_topics(self.settings, [self.topic])
-            self._producer = Producer(
-                {
-                    **self.settings.kafka.client_config(),
-                    "enable.idempotence": "true",
-                    "acks": "all",
-                    "linger.ms": "5",
-                    "logger": CLIENT_LOGGER,
-                }
-            )
-        return self._producer
 
 
 def _encode(row: dict[str, Any]) -> bytes:
