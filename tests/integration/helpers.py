@@ -8,10 +8,15 @@ import os
 import signal
 import subprocess
 import sys
+import uuid
+from collections import Counter
 from collections.abc import Callable, Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import pyarrow as pa
+from confluent_kafka import Consumer, IsolationLevel, KafkaError, TopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec
 from deltalake import CommitProperties, write_deltalake
 
 from kappa.testing.reference import Stamped, table_state
@@ -22,6 +27,7 @@ from streaming.delta.table_reader import commits, read_arrow
 from streaming.kafka.offsets import from_spark
 from streaming.run.deployment import Deployment
 from streaming.run.options import RunOptions
+from streaming.run.publication import BATCH_HEADER, DEPLOYMENT_HEADER
 from streaming.run.reporting import Snapshot
 from streaming.run.runner import PipelineRunner
 from streaming.settings import REPO_ROOT, Settings
@@ -60,11 +66,41 @@ def committed_batches(settings: Settings, name: str, version: str = "v1") -> int
 
 
 def kill_mid_run(
-    settings: Settings, name: str, max_offsets: int, batches: int, timeout_s: float = 180
+    settings: Settings,
+    name: str,
+    max_offsets: int,
+    batches: int,
+    timeout_s: float = 180,
+    publishing_to: str | None = None,
 ) -> int:
     """Run the pipeline as its own process tree (`python -m streaming run`, ``max_offsets`` per
     batch), SIGKILL the driver, its JVM and its Python workers once the table has ``batches``
-    commits, and return how many it had when killed."""
+    commits, and return how many it had when killed.
+
+    With ``publishing_to`` (the pipeline's published topic), the kill lands between a batch's
+    publication and its commit: it waits further for records of the batch the table has not
+    committed yet. A kill the table's commit beat is tried again, resumed, at a later batch.
+    """
+    for _ in range(3 if publishing_to else 1):
+        killed_at = _kill_once(settings, name, max_offsets, batches, timeout_s, publishing_to)
+        if publishing_to is None:
+            return killed_at
+        records = replay_published(settings, publishing_to, "read_uncommitted")
+        if any(r.batch == killed_at for r in records):
+            return killed_at
+        batches = killed_at + 1
+    msg = f"no kill of {name} landed between a batch's publication and its commit"
+    raise AssertionError(msg)
+
+
+def _kill_once(
+    settings: Settings,
+    name: str,
+    max_offsets: int,
+    batches: int,
+    timeout_s: float,
+    publishing_to: str | None,
+) -> int:
     cmd = [sys.executable, "-m", "streaming", "run", name, "--until-caught-up"]
     proc = subprocess.Popen(
         [*cmd, "--max-offsets-per-trigger", str(max_offsets)],
@@ -79,6 +115,11 @@ def kill_mid_run(
             lambda: committed_batches(settings, name) >= batches or proc.poll() is not None,
             timeout_s=timeout_s,
         ), "the pipeline never committed"
+        if publishing_to is not None:
+            in_flight = PublicationInFlight(settings, name, publishing_to)
+            assert wait_until(
+                lambda: in_flight() or proc.poll() is not None, timeout_s, interval_s=0.01
+            ), "no batch was published while the pipeline ran"
         assert proc.poll() is None, proc.stderr.read().decode()[-3000:] if proc.stderr else ""
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
@@ -88,13 +129,113 @@ def kill_mid_run(
     return committed_batches(settings, name)
 
 
+class PublicationInFlight:
+    """True once the topic's log grew while the table's commits stayed the same: records of the
+    batch the table has not committed yet reached the broker."""
+
+    def __init__(self, settings: Settings, name: str, topic: str) -> None:
+        self._settings, self._name, self._topic = settings, name, topic
+        self._admin = AdminClient(settings.kafka.client_config())
+        self._seen: tuple[int, int] | None = None  # (commits, log end) when last looked
+
+    def __call__(self) -> bool:
+        before = committed_batches(self._settings, self._name)
+        end = self._log_end()
+        if committed_batches(self._settings, self._name) != before:
+            self._seen = None  # a commit landed meanwhile: the end may be before or after it
+            return False
+        if self._seen is not None and self._seen[0] == before and end > self._seen[1]:
+            return True
+        self._seen = (before, end)
+        return False
+
+    def _log_end(self) -> int:
+        """The topic's end over all partitions, open and aborted transactions included."""
+        topic = self._admin.list_topics(self._topic, timeout=10).topics[self._topic]
+        wanted = {TopicPartition(self._topic, p): OffsetSpec.latest() for p in topic.partitions}
+        futures = self._admin.list_offsets(
+            wanted, isolation_level=IsolationLevel.READ_UNCOMMITTED, request_timeout=10
+        )
+        return sum(future.result().offset for future in futures.values())
+
+
 def kill_twice_mid_run(
-    settings: Settings, name: str, max_offsets: int, batches: int
+    settings: Settings,
+    name: str,
+    max_offsets: int,
+    batches: int,
+    publishing_to: str | None = None,
 ) -> tuple[int, int]:
     """:func:`kill_mid_run` once the table has ``batches`` commits, then again (resumed from
     its checkpoint) after 3 more; the commits the table had at each kill."""
-    first = kill_mid_run(settings, name, max_offsets, batches, timeout_s=240)
-    return first, kill_mid_run(settings, name, max_offsets, first + 3)
+    first = kill_mid_run(settings, name, max_offsets, batches, 240, publishing_to)
+    return first, kill_mid_run(settings, name, max_offsets, first + 3, 180, publishing_to)
+
+
+@dataclass(frozen=True)
+class PublishedRecord:
+    """A record of a published topic with the headers the publisher stamps."""
+
+    partition: int
+    offset: int
+    key: str
+    value: bytes | None
+    deployment: str
+    batch: int
+
+
+def replay_published(
+    settings: Settings,
+    topic: str,
+    isolation: Literal["read_committed", "read_uncommitted"] = "read_committed",
+) -> list[PublishedRecord]:
+    """Every record of a published topic, read to the end of each partition (the last stable
+    offset with ``read_committed``, the log's end with ``read_uncommitted``)."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": settings.kafka.bootstrap_servers,
+            "group.id": f"published-{uuid.uuid4().hex[:12]}",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "isolation.level": isolation,
+        }
+    )
+    try:
+        parts = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+        consumer.assign([TopicPartition(topic, p, 0) for p in parts])
+        done: set[int] = set()
+        records = []
+        while len(done) < len(parts):
+            msg = consumer.poll(5)
+            assert msg is not None, "replaying the published topic stalled"
+            if msg.error():
+                assert msg.error().code() == KafkaError._PARTITION_EOF, msg.error()
+                done.add(msg.partition())
+                continue
+            done.discard(msg.partition())
+            headers = {k: v.decode() for k, v in msg.headers() or []}
+            records.append(
+                PublishedRecord(
+                    msg.partition(),
+                    msg.offset(),
+                    msg.key().decode(),
+                    msg.value(),
+                    headers[DEPLOYMENT_HEADER],
+                    int(headers[BATCH_HEADER]),
+                )
+            )
+        return records
+    finally:
+        consumer.close()
+
+
+def published_once(records: list[PublishedRecord], deployment: str) -> dict[int, int]:
+    """How many records each batch of ``deployment`` published, checking that no batch sent a
+    key twice (a batch's changes hold a key at most once, so a repeat is a batch seen twice)."""
+    sent = Counter((r.batch, r.key) for r in records if r.deployment == deployment)
+    repeated = sorted(batch_key for batch_key, n in sent.items() if n > 1)
+    assert not repeated, f"{len(repeated)} keys published twice in one batch: {repeated[:5]}"
+    return dict(Counter(batch for batch, _ in sent.elements()))
 
 
 def late_dead_letters(settings: Settings, name: str, version: str) -> set[tuple[str, int, int]]:
