@@ -19,8 +19,18 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 
 from streaming.errors import KafkaLogError
 from streaming.kafka.log import CLIENT_LOGGER, ISOLATION
+from streaming.wait import wait_until
 
 TIMEOUT_S = 30.0
+# What a group coordinator answers while it moves or loads (on a broker that just started, until
+# the group's offsets partition is ready); librdkafka looks the coordinator up again next time.
+COORDINATOR_NOT_READY = frozenset(
+    {
+        KafkaError.NOT_COORDINATOR,
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+    }
+)
 # Aborting after a failure is a courtesy: the next incarnation aborts whatever is left open.
 ABORT_TIMEOUT_S = 10.0
 
@@ -109,13 +119,25 @@ class TransactionalProducer:
         the answer cannot change under the caller.
         """
         _, consumer = self._clients()
-        try:
-            [found] = consumer.committed([TopicPartition(topic, partition)], self._timeout_s)
-        except KafkaException as exc:
-            error = exc.args[0] if exc.args else exc
-            raise self._error(f"reading group {self.group!r}'s position", error) from None
-        if found.error is not None:
-            raise self._error(f"reading group {self.group!r}'s position", found.error)
+        asked = [TopicPartition(topic, partition)]
+        answers: list[TopicPartition | KafkaError] = []
+
+        def answered() -> bool:
+            try:
+                [found] = consumer.committed(asked, self._timeout_s)
+                answer: TopicPartition | KafkaError = found.error or found
+            except KafkaException as exc:
+                answer = exc.args[0]
+            answers.append(answer)
+            return not (
+                isinstance(answer, KafkaError)
+                and (answer.retriable() or answer.code() in COORDINATOR_NOT_READY)
+            )
+
+        wait_until(answered, self._timeout_s, interval_s=0.1)
+        found = answers[-1]
+        if isinstance(found, KafkaError):
+            raise self._error(f"reading group {self.group!r}'s position", found)
         if found.offset < 0:  # the group never committed on this partition
             return None
         return GroupPosition(found.offset, found.metadata or "")

@@ -7,6 +7,7 @@ changed rule is reprocessed beside v1, compared at equal offsets and promoted.""
 from __future__ import annotations
 
 import dataclasses
+import json
 from decimal import Decimal
 from typing import Any
 
@@ -16,7 +17,7 @@ import pytest
 
 from kappa.testing.enrichment import enriched_reference
 from kappa.testing.producing import fraud_events, send
-from kappa.testing.reference import log_ends, replay_stamped
+from kappa.testing.reference import changelog_table, log_ends, replay_stamped
 from pipelines.transactions_enriched import SUSPICIOUS
 from quality.rules import ComparisonPolicy
 from streaming.define import Pipeline
@@ -30,6 +31,8 @@ from tests.integration.helpers import (
     check_commits,
     kill_twice_mid_run,
     late_dead_letters,
+    published_once,
+    replay_published,
     run_until_caught_up,
 )
 
@@ -80,15 +83,26 @@ def test_batch_caps_give_the_definition_at_equal_offsets(spark, settings, broker
 
 
 def test_sigkills_mid_run_then_resume_equal_the_reference(spark, settings, broker):
+    # Each kill lands between a batch's publication to the topic and the table's commit of it.
     send(settings, fraud_events(6000, seed=23))
-    first, second = kill_twice_mid_run(settings, NAME, max_offsets=150, batches=4)
+    first, second = kill_twice_mid_run(
+        settings, NAME, max_offsets=150, batches=4, publishing_to=NAME
+    )
     assert 4 <= first < second < 40
 
     run_until_caught_up(spark, settings, NAME, max_offsets_per_trigger=1000)
     records = replay_stamped(settings.kafka.bootstrap_servers, TOPICS)
-    assert _check_commits(settings, "v1", records, every=5) > second
+    commits = _check_commits(settings, "v1", records, every=5)
+    assert commits > second
     _, late = enriched_reference(records, log_ends(records))
     assert late_dead_letters(settings, NAME, "v1") == late
+
+    # Read committed, the topic holds each batch once, the killed ones too, and is the table.
+    published = replay_published(settings, NAME)
+    batches = published_once(published, f"{NAME}__v1")
+    assert {first, second} <= set(batches) <= set(range(commits))
+    table = _rows(Deployment(NAME, "v1", settings.home).table_path)
+    assert changelog_table(published) == json.loads(json.dumps(table, default=float))
 
 
 LARGE = Decimal(100)
