@@ -178,7 +178,7 @@ class PublishedRecord:
 
     partition: int
     offset: int
-    key: str
+    key: bytes
     value: bytes | None
     deployment: str
     batch: int
@@ -218,7 +218,7 @@ def replay_published(
                 PublishedRecord(
                     msg.partition(),
                     msg.offset(),
-                    msg.key().decode(),
+                    msg.key(),
                     msg.value(),
                     headers[DEPLOYMENT_HEADER],
                     int(headers[BATCH_HEADER]),
