@@ -8,11 +8,12 @@ stable offset: a transaction still open holds it back, and a record below it nev
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
+from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, ClusterMetadata, OffsetSpec
 
 from streaming.errors import BrokerUnavailableError
@@ -114,21 +115,46 @@ class KafkaLog:
         return self._list(parts, OffsetSpec.earliest()), self._list(parts, OffsetSpec.latest())
 
     def _list(self, parts: dict[str, list[int]], spec: OffsetSpec) -> OffsetMap:
+        """ListOffsets for every partition of ``parts``. A partition whose leadership is moving
+        (just created, or the broker just restarted) is asked again until the timeout."""
         offsets: OffsetMap = {topic: {} for topic in parts}
         wanted = {TopicPartition(t, p): spec for t, ps in parts.items() for p in ps}
-        if not wanted:
-            return offsets
-        try:
+        deadline = time.monotonic() + self._timeout_s
+        while wanted:
             futures = self.admin.list_offsets(
                 wanted,
                 isolation_level=IsolationLevel.READ_COMMITTED,
                 request_timeout=self._timeout_s,
             )
             for tp, future in futures.items():
-                offsets[tp.topic][tp.partition] = int(future.result().offset)
-        except KafkaException as exc:
-            raise unavailable_error(self._client, exc) from None
+                try:
+                    offsets[tp.topic][tp.partition] = int(future.result().offset)
+                    del wanted[tp]
+                except KafkaException as exc:
+                    if not _transient(exc) or time.monotonic() > deadline:
+                        raise unavailable_error(self._client, exc) from None
+            if wanted:
+                time.sleep(0.1)
         return offsets
+
+
+# What a broker answers for a partition whose leadership it is still settling: a topic created a
+# moment ago, or a broker that just started. Kafka's own clients retry these.
+_SETTLING = frozenset(
+    {
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.UNKNOWN_LEADER_EPOCH,
+        KafkaError.FENCED_LEADER_EPOCH,
+        KafkaError.UNKNOWN_TOPIC_OR_PART,
+        KafkaError.REQUEST_TIMED_OUT,
+    }
+)
+
+
+def _transient(exc: KafkaException) -> bool:
+    error = exc.args[0] if exc.args else None
+    return isinstance(error, KafkaError) and (error.retriable() or error.code() in _SETTLING)
 
 
 def topic_partitions_or_error(log: KafkaLog, topics: list[str]) -> dict[str, list[int]]:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from kappa.broker import EmbeddedBroker
 from kappa.cluster import SparkCluster
 from kappa.testing.producing import customer_changes, send, transactions
 from kappa.testing.reference import customers_state, replay, spend_state
@@ -27,15 +28,14 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
 @pytest.fixture
-def settings(tmp_path: Path) -> Settings:
-    """A private home and ports with Spark pointed at this test's standalone master; the shared
-    ``broker`` fixture starts on them."""
+def settings(tmp_path: Path, shared_broker: EmbeddedBroker) -> Settings:
+    """A private home on the shared broker, with Spark pointed at this test's standalone
+    master."""
+    broker = shared_broker.settings.broker
+    where = {"broker_port": broker.port, "controller_port": broker.controller_port}
     ports = {"cluster.port": free_port(), "cluster.ui_port": free_port()}
-    settings = private_settings(tmp_path / "home", **ports)
-    master = settings.cluster.master_url
-    return private_settings(
-        tmp_path / "home", settings.broker.port, **ports, **{"spark.master": master}
-    )
+    master = private_settings(tmp_path / "home", **where, **ports).cluster.master_url
+    return private_settings(tmp_path / "home", **where, **ports, **{"spark.master": master})
 
 
 @pytest.fixture
