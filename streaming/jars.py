@@ -1,7 +1,8 @@
 """JVM libraries resolved from Maven Central once, into a cache, and found there at run time.
 
 A bundle is a Maven project file under ``platform/jvm/``: ``kafka-broker.xml`` (the embedded
-Apache Kafka broker) and ``spark-kafka.xml`` (Spark's Kafka connector for the pinned PySpark).
+Apache Kafka broker), ``spark-kafka.xml`` (Spark's Kafka connector for the pinned PySpark) and
+``delta-reference.xml`` (delta-spark, the test suite's reference reader of Delta tables).
 The bootstrap resolves them with ``python -m streaming.jars`` (Maven's
 ``dependency:copy-dependencies``) into ``<cache>/jars/<bundle>-<digest>/``; the digest covers the
 project file, so a changed pin is resolved afresh and an old one stays untouched. Nothing is
