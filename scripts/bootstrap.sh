@@ -25,8 +25,8 @@ if ! { [ -f "$stamp" ] && [ "$stamp" -nt pyproject.toml ] && [ -x .venv/bin/kapp
   touch "$stamp"
 fi
 
-# The JVM libraries (the Kafka broker, Spark's Kafka connector), resolved from Maven Central once
-# into ~/.cache/kappa/jars; nothing is fetched at run time.
+# The JVM libraries (the Kafka broker, Spark's Kafka connector, the tests' delta-spark reader),
+# resolved from Maven Central once into ~/.cache/kappa/jars; nothing is fetched at run time.
 if ! command -v mvn >/dev/null 2>&1; then
   echo "bootstrap: Maven is missing; installing it (it resolves the JVM libraries once)" >&2
   if command -v apt-get >/dev/null 2>&1; then
@@ -36,6 +36,15 @@ if ! command -v mvn >/dev/null 2>&1; then
   fi
 fi
 .venv/bin/python -m streaming.jars >/dev/null
+# The tests' delta-spark reader (kappa/testing/delta_reference.py) is compiled at first use.
+if ! command -v javac >/dev/null 2>&1; then
+  echo "bootstrap: javac is missing; installing a headless JDK (the tests compile a reader)" >&2
+  if command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq && apt-get install -y -qq openjdk-17-jdk-headless >/dev/null
+  else
+    echo "bootstrap: install a JDK 17 and re-run" >&2; exit 1
+  fi
+fi
 
 # The Spark driver's class archive (streaming/run/jvm_archive.py): halves SparkSession start-up.
 # Built once per Java + Spark installation, under ~/.cache/kappa/jvm (about 40 s, 170 MB).
