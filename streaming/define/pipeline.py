@@ -88,6 +88,14 @@ class Pipeline:
         if not isinstance(self.table, TableKind):
             msg = f"pipeline {self.name}: table must be a table kind (LatestPerKey, Accumulate)"
             raise DefineError(msg)
+        if self.publish is not None and self.plan is None:
+            msg = (
+                f"pipeline {self.name}: publish needs a plan; a transform's changes are written "
+                "by the executors and never gathered into one transaction to publish. Declare "
+                "the pipeline with a plan (e.g. topic.table().rows()), or leave publish unset "
+                "and read its table from another pipeline"
+            )
+            raise DefineError(msg)
         if self.publish is not None and len(self.table.keys) > 1:
             msg = (
                 f"pipeline {self.name}: a published changelog is keyed by one column, and this "

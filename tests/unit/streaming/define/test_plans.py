@@ -8,7 +8,7 @@ import pyarrow.compute as pc
 import pytest
 
 from quality.rules import Between, TableSpec
-from streaming.define import Count, Pipeline, Topic, Tumbling
+from streaming.define import Count, LatestPerKey, Pipeline, Topic, Tumbling
 from streaming.errors import DefineError
 
 ORDERS = Topic("orders", key="order_id", value_schema="order_id string, user string, ts bigint")
@@ -60,6 +60,19 @@ def test_the_table_schema_derives_from_the_topics_and_expressions() -> None:
             "no column 'missing'",
         ),
         (lambda: Pipeline(name="p", version="v1"), "either a transform or a plan"),
+        (
+            lambda: Pipeline(
+                name="p",
+                version="v1",
+                topics=("orders",),
+                value_schema="order_id string",
+                transform=lambda df: df,
+                table=LatestPerKey(key="order_id"),
+                table_schema=pa.schema([("order_id", pa.string())]),
+                publish="p",
+            ),
+            "publish needs a plan",
+        ),
         (
             lambda: Pipeline(
                 name="per_user_tier",
