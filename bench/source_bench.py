@@ -34,7 +34,7 @@ from typing import Any
 import psutil
 import pyarrow as pa
 
-from bench.workload import TOPIC, Workload, produce_one
+from bench.workload import TOPIC, Workload
 from kappa.broker import EmbeddedBroker
 from kappa.testing.settings import private_settings
 from streaming.jars import SPARK_KAFKA, classpath
@@ -42,6 +42,8 @@ from streaming.kafka.admin import ensure_topics
 from streaming.settings import Settings
 
 SOURCES = ("python", "spark")
+# The steady-state runs write their own topic, so the replays read the same log every time.
+STEADY_TOPIC = "customers_steady"
 # The value schema the customers pipeline declares (pipelines/customers.py), spelled out so the
 # bench does not depend on the pipeline registry.
 VALUE_SCHEMA = "customer_id string, name string, email string, country string, updated_at bigint"
@@ -85,14 +87,16 @@ class TreeCpu:
         return self.gone + sum(now.values())
 
 
-def reader(spark: Any, source: str, bootstrap: str, options: dict[str, str]) -> Any:
-    """A streaming DataFrame of the topic's decoded records from ``source``."""
+def reader(
+    spark: Any, source: str, bootstrap: str, options: dict[str, str], topic: str = TOPIC
+) -> Any:
+    """A streaming DataFrame of ``topic``'s decoded records from ``source``."""
     from streaming.kafka.source import FORMAT, decoded_batch
     from streaming.kafka.source_options import SourceOptions
 
     decoding = {"valueSchema": VALUE_SCHEMA, "requiredFields": "name,email,country"}
     decoding["acceptTombstones"] = "true"
-    common = {"kafka.bootstrap.servers": bootstrap, "subscribe": TOPIC, **options}
+    common = {"kafka.bootstrap.servers": bootstrap, "subscribe": topic, **options}
     if source == "python":
         stream = spark.readStream.format(FORMAT)
         for key, value in {**common, **decoding}.items():
@@ -152,7 +156,7 @@ def steady(
     counts: list[tuple[int, int]] = []
     bootstrap = settings.kafka.bootstrap_servers
     query = (
-        reader(spark, source, bootstrap, {"startingOffsets": "latest"})
+        reader(spark, source, bootstrap, {"startingOffsets": "latest"}, STEADY_TOPIC)
         .writeStream.foreachBatch(counting_sink(counts))
         .option("checkpointLocation", tempfile.mkdtemp(prefix=f"kappa-steady-{source}-"))
         .trigger(processingTime=f"{trigger} seconds")
@@ -186,6 +190,8 @@ def steady(
 
 
 class RateProducer(threading.Thread):
+    """Writes ``rate`` events/s to the steady-state topic for ``seconds``."""
+
     def __init__(self, bootstrap: str, rate: float, seconds: float) -> None:
         super().__init__(daemon=True)
         self.bootstrap, self.rate, self.seconds = bootstrap, rate, seconds
@@ -200,7 +206,7 @@ class RateProducer(threading.Thread):
         while (elapsed := time.monotonic() - started) < self.seconds:
             due = int(elapsed * self.rate) - self.sent
             for key, value in workload.next_events(max(0, due)):
-                produce_one(producer, key, value)
+                producer.produce(STEADY_TOPIC, key=key, value=value)
                 self.sent += 1
             producer.poll(0.005)
         producer.flush(30)
@@ -233,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     broker = EmbeddedBroker(settings)
     broker.start()
     try:
-        ensure_topics(settings, [TOPIC])
+        ensure_topics(settings, [TOPIC, STEADY_TOPIC])
         workload = Workload(seed=1)
         produce_s = workload.produce(settings.kafka.bootstrap_servers, args.events)
         print(f"produced {args.events:,} events in {produce_s:.1f} s", flush=True)
