@@ -58,10 +58,17 @@ def batch_sizes(sample: list[str], rate: float, partitions: int, linger_ms: int)
 
 def produce(settings: Settings, hours: float, rate: float) -> dict[str, Any]:
     """``hours`` of demo events (timestamps spread at ``rate``) with the demo's batch sizes."""
-    total = int(hours * 3600 * rate)
+    total = round(hours * 3600 * rate)
     start_ms = int(time.time() * 1000) - int(hours * 3600 * 1000)
-    stream = events(seed=7, start_ms=start_ms, step_ms=max(1, round(1000 / rate)))
+    # The fraud-detection half of the demo (profiles and payments): the two pipelines rebuilt
+    # below read exactly these topics.
+    stream = (
+        e
+        for e in events(seed=7, start_ms=start_ms, step_ms=max(1, round(1000 / rate)))
+        if e.topic in TOPICS
+    )
     sample = [e.topic for e in islice(events(seed=7, start_ms=start_ms), 50_000)]
+    sample = [t for t in sample if t in TOPICS]
     partitions = settings.kafka.topic_partitions
     sizes = batch_sizes(sample, rate, partitions, settings.producer.linger_ms)
     producers = {
@@ -256,6 +263,9 @@ def _print(result: dict[str, Any]) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.replay")
     parser.add_argument("--hours", type=float, action="append", help="default: 1 and 24")
+    parser.add_argument(
+        "--events", type=int, action="append", help="as many events instead of hours (repeatable)"
+    )
     parser.add_argument("--rate", type=float, default=200.0)
     parser.add_argument(
         "--linger-ms",
@@ -267,7 +277,8 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="kappa-replay-"))
     results = []
     try:
-        for hours in args.hours or [1.0, 24.0]:
+        durations = [*(args.hours or []), *(n / args.rate / 3600 for n in args.events or [])]
+        for hours in durations or [1.0, 24.0]:
             for linger_ms in args.linger_ms or [None]:
                 results.append(measure(hours, args.rate, work, linger_ms))
                 _print(results[-1])
