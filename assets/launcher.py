@@ -32,17 +32,16 @@ from dagster import (
 
 from assets.relay import DeploymentRelay
 from kappa.processes import kill_all
-from streaming.run.deployment import Deployment
+from streaming.deployment import Deployment
 from streaming.run.health import FAILED, STOPPED
 from streaming.run.job import EXIT_BUSY, EXIT_DATA_LOSS
-from streaming.run.lock import DeploymentLock
 from streaming.settings import REPO_ROOT, Settings
 
 STOP_TIMEOUT_S = 25.0
 
 
 def already_running(deployment: Deployment) -> dict[str, Any] | None:
-    return DeploymentLock(deployment.lock_path).holder()
+    return deployment.lock.holder()
 
 
 def run_deployment(

@@ -29,8 +29,8 @@ from dagster import (
 from assets.checks.comparison import planned_gate_checks, settled_gate_evaluations
 from assets.checks.health import check_evaluations
 from assets.versions.metadata import overview_metadata
+from streaming.deployment import Deployment
 from streaming.errors import KappaError
-from streaming.run.deployment import Deployment
 from streaming.run.pipes_reporter import snapshot_metadata
 from streaming.run.reporting import Snapshot
 from streaming.settings import Settings

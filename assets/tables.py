@@ -32,8 +32,8 @@ from assets.resources import KappaSettings
 from assets.topics import topic_key
 from streaming.define.names import validate_version
 from streaming.define.pipeline import Pipeline
+from streaming.deployment import Deployment
 from streaming.errors import InvalidNameError
-from streaming.run.deployment import Deployment
 from streaming.run.options import LaunchOptions, to_flags
 
 if TYPE_CHECKING:  # not exported by dagster itself

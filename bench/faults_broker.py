@@ -14,8 +14,8 @@ from bench.faults_run import FaultRow, FaultRun, table_ends, wait_for
 from bench.processes import StreamingJob
 from kappa.broker import EmbeddedBroker
 from kappa.testing.settings import free_port, private_settings
+from streaming.deployment import Deployment
 from streaming.kafka.log import CLIENT_LOGGER
-from streaming.run.deployment import Deployment
 
 
 def broker_outage(run: FaultRun, seconds: float) -> FaultRow:

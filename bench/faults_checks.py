@@ -21,7 +21,7 @@ from bench.faults_workload import TOPIC, PoisonBytes, PoisonKind
 from kappa.testing.reference import customers_state, replay
 from streaming.delta.dead_letters import DeadLetters
 from streaming.delta.table_reader import commits, read_arrow
-from streaming.run.deployment import Deployment
+from streaming.deployment import Deployment
 
 BEFORE_ANY_WRITE = "mid-batch, before any write"
 IN_DEAD_LETTERS = "after the dead-letter commit, before the table commit"
@@ -31,19 +31,11 @@ BETWEEN_BATCHES = "between batches"
 STARTING = "start-up (no batch planned yet)"
 
 
-def _last_id(directory: Path) -> int | None:
-    try:
-        ids = [int(n) for n in os.listdir(directory) if n.isdigit()]
-    except FileNotFoundError:
-        return None
-    return max(ids) if ids else None
-
-
 def in_flight(deployment: Deployment) -> bool:
     """Whether Spark has planned a batch it has not committed (cheap: two directory listings)."""
-    checkpoint = deployment.checkpoint_path
-    planned = _last_id(checkpoint / "offsets")
-    finished = _last_id(checkpoint / "commits")
+    checkpoint = deployment.checkpoint
+    planned = max(checkpoint.planned_batches(), default=None)
+    finished = max(checkpoint.committed_batches(), default=None)
     return planned is not None and (finished is None or planned > finished)
 
 
@@ -82,10 +74,10 @@ class Position:
 
     @classmethod
     def read(cls, deployment: Deployment) -> Position:
-        checkpoint = deployment.checkpoint_path
+        checkpoint = deployment.checkpoint
         return cls(
-            _last_id(checkpoint / "offsets"),
-            _last_id(checkpoint / "commits"),
+            max(checkpoint.planned_batches(), default=None),
+            max(checkpoint.committed_batches(), default=None),
             txn_version(deployment.table_path, deployment.app_id),
             txn_version(deployment.dead_letter_path, deployment.app_id),
             orphan_files(deployment.table_path),

@@ -24,7 +24,7 @@ from bench.processes import StreamingJob
 from kappa.broker import EmbeddedBroker
 from kappa.testing.settings import free_port, private_settings
 from streaming.delta.table_reader import last_end_offsets
-from streaming.run.deployment import Deployment
+from streaming.deployment import Deployment
 
 
 @dataclass

@@ -21,11 +21,10 @@ from typing import Any
 from bench.processes import CommitWatcher, MeasuredJob, SeenCommit
 from bench.workload import TOPIC, Workload
 from streaming.delta.table_reader import read_arrow
+from streaming.deployment import Deployment, SparkCheckpoint
 from streaming.home import Home
 from streaming.kafka import offsets as off
 from streaming.kafka.log import KafkaLog
-from streaming.run.deployment import Deployment
-from streaming.run.micro_batch import batch_end_offsets
 
 RUN_TIMEOUT_S = 1800.0
 # Every bench deployment reads the log on its own: none follows the live version's commits.
@@ -138,7 +137,7 @@ def measure_latency(
     acks = [
         at - d[2] / 1000 for d, at in zip(delivered, acked, strict=True) if d[2] >= measured_from_ms
     ]
-    planned = planned_batches(Deployment("customers", version, bench.home).checkpoint_path)
+    planned = planned_batches(Deployment("customers", version, bench.home).checkpoint)
     waits, runs = split_latencies(measured, planned, commits)
     in_window = [c.seen_at for c in commits if c.seen_at * 1000 >= measured_from_ms]
     intervals = [b - a for a, b in itertools.pairwise(in_window)]
@@ -193,17 +192,15 @@ def visible_latencies(
     return latencies
 
 
-def planned_batches(checkpoint: Path) -> list[tuple[float, dict[int, int]]]:
-    """(when Spark wrote the batch's offset log entry, its end offsets), in batch order: the
-    moment a micro-batch was planned, from the checkpoint's ``offsets/N`` files."""
-    batches = []
-    folder = checkpoint / "offsets"
-    for entry in sorted(
-        (f for f in folder.iterdir() if f.name.isdigit()), key=lambda f: int(f.name)
-    ):
-        ends = off.from_spark(batch_end_offsets(checkpoint, int(entry.name))).get(TOPIC, {})
-        batches.append((entry.stat().st_mtime, ends))
-    return batches
+def planned_batches(checkpoint: SparkCheckpoint) -> list[tuple[float, dict[int, int]]]:
+    """(when Spark planned the batch, its end offsets), in batch order."""
+    return [
+        (
+            checkpoint.planned_at(batch),
+            off.from_spark(checkpoint.batch_end_offsets(batch)).get(TOPIC, {}),
+        )
+        for batch in checkpoint.planned_batches()
+    ]
 
 
 def split_latencies(

@@ -37,9 +37,9 @@ from kappa.demo import CUSTOMERS_TOPIC, TRANSACTIONS_TOPIC, events
 from kappa.testing.reference import customers_state, replay, table_state
 from kappa.testing.settings import private_settings
 from streaming.delta.table_reader import read_arrow
+from streaming.deployment import Deployment
 from streaming.kafka.admin import ensure_topics
 from streaming.kafka.log import KafkaLog
-from streaming.run.deployment import Deployment
 from streaming.settings import REPO_ROOT, Settings
 
 TOPICS = (CUSTOMERS_TOPIC, TRANSACTIONS_TOPIC)

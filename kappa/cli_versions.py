@@ -139,7 +139,7 @@ def _quality_report(settings: Settings, args: argparse.Namespace) -> int:
     deployment = resolve_deployment(settings, pipeline.name, args.version)
     if args.run:
         run_table_suite(settings, pipeline, deployment.version)
-    path = settings.home.validation(deployment.id)
+    path = deployment.validation_path
     if not path.exists():
         print(
             f"kappa: error: no quality results for {deployment.id} yet; run the "
@@ -148,6 +148,7 @@ def _quality_report(settings: Settings, args: argparse.Namespace) -> int:
         )
         return 2
     print(render(load_result(path)))
-    for found in settings.home.comparisons_of(pipeline.name, deployment.version):
-        print(render(load_result(found)))
+    for comparison in deployment.comparisons():
+        if comparison.candidate == deployment and comparison.result_path.exists():
+            print(render(load_result(comparison.result_path)))
     return 0

@@ -13,10 +13,10 @@ import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from streaming.deployment import deployments_on_disk
 from streaming.home import Home
 from streaming.kafka import offsets as off
 from streaming.kafka.log import KafkaLog
-from streaming.run.micro_batch import batch_end_offsets
 from streaming.settings import Settings
 
 # The exit code of `kappa up` when it stops on a lost log (the streaming job's DATA LOSS code).
@@ -46,13 +46,10 @@ class Shortfall:
 def checkpoint_positions(home: Home) -> dict[str, off.OffsetMap]:
     """The latest planned input offsets of every deployment that has a checkpoint."""
     positions: dict[str, off.OffsetMap] = {}
-    root = home.checkpoints
-    if not root.is_dir():
-        return positions
-    for checkpoint in sorted(p for p in root.iterdir() if p.is_dir()):
-        batches = [int(f.name) for f in (checkpoint / "offsets").glob("*") if f.name.isdigit()]
-        if batches:
-            positions[checkpoint.name] = off.from_spark(batch_end_offsets(checkpoint, max(batches)))
+    for deployment in deployments_on_disk(home):
+        position = deployment.checkpoint.planned_position()
+        if position is not None:
+            positions[deployment.id] = position
     return positions
 
 

@@ -9,7 +9,7 @@ from typing import Any, TextIO
 
 from streaming.define.registry import get_pipeline
 from streaming.delta.table_reader import read_arrow
-from streaming.run.deployment import Deployment
+from streaming.deployment import Deployment
 from streaming.settings import Settings
 from streaming.versions.live_pointer import serving_deployment
 

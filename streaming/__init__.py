@@ -14,8 +14,8 @@ Nothing here opens a SparkSession or a broker connection, or reads the environme
 """
 
 from streaming.define import Accumulate, LatestPerKey, Pipeline
+from streaming.deployment import Deployment
 from streaming.errors import DataLossError, KappaError
-from streaming.run.deployment import Deployment
 
 __all__ = [
     "Accumulate",

@@ -1,10 +1,10 @@
-"""The platform home's layout: every path under it is derived here, once.
+"""The platform home's layout, except what deployments own.
 
-A deployment's state is named after its id (``<pipeline>__<version>``): its table, checkpoint,
-operator state, dead letters, lock, pinned code, alignment cap and log. A pipeline's live pointer
-and its switch history are named after the pipeline. Quality results, the Dagster instance, the
-embedded broker (its configuration and its log) and the processes' pids and logs have their own
-folders.
+What a deployment owns (table, checkpoint, operator state, dead letters, lock, pinned code,
+alignment cap, log, quality results) is laid out in one place, ``streaming.deployment.record``.
+Here: a pipeline's live pointer and its switch history (named after the pipeline), the Dagster
+instance, the embedded broker (its configuration and its log), the Spark cluster's scratch space
+and the processes' pids and logs.
 """
 
 from __future__ import annotations
@@ -29,61 +29,6 @@ class Home:
     def __str__(self) -> str:
         return str(self.root)
 
-    # -- a deployment's state, by deployment id -------------------------------------------------
-
-    @property
-    def tables(self) -> Path:
-        return self.root / "tables"
-
-    def table(self, deployment_id: str) -> Path:
-        return self.tables / deployment_id
-
-    @property
-    def checkpoints(self) -> Path:
-        return self.root / "checkpoints"
-
-    def checkpoint(self, deployment_id: str) -> Path:
-        return self.checkpoints / deployment_id
-
-    @property
-    def dead_letter_tables(self) -> Path:
-        return self.root / "dead_letters"
-
-    def dead_letters(self, deployment_id: str) -> Path:
-        return self.dead_letter_tables / deployment_id
-
-    @property
-    def operator_states(self) -> Path:
-        return self.root / "state"
-
-    def operator_state(self, deployment_id: str) -> Path:
-        """A stateful deployment's operator state (``streaming.state.StateStore``)."""
-        return self.operator_states / deployment_id
-
-    @property
-    def locks(self) -> Path:
-        return self.root / "locks"
-
-    def lock(self, deployment_id: str) -> Path:
-        return self.locks / f"{deployment_id}.lock"
-
-    @property
-    def code_pins(self) -> Path:
-        return self.root / "code"
-
-    def code_pin(self, deployment_id: str) -> Path:
-        return self.code_pins / f"{deployment_id}.py"
-
-    @property
-    def alignment_caps(self) -> Path:
-        return self.root / "alignment"
-
-    def alignment_cap(self, deployment_id: str) -> Path:
-        return self.alignment_caps / f"{deployment_id}.json"
-
-    def deployment_log(self, deployment_id: str) -> Path:
-        return self.log(deployment_id)
-
     # -- a pipeline's live pointer -------------------------------------------------------------
 
     @property
@@ -99,48 +44,11 @@ class Home:
     def live_lock(self, pipeline: str) -> Path:
         return self.live / f"{pipeline}.lock"
 
-    # -- quality results -----------------------------------------------------------------------
+    # -- quality results (a deployment's own: streaming.deployment.record) ---------------------
 
     @property
     def quality(self) -> Path:
         return self.root / "quality"
-
-    def validation(self, deployment_id: str) -> Path:
-        return self.quality / "validations" / f"{deployment_id}.json"
-
-    def validation_docs(self, deployment_id: str) -> Path:
-        return self.quality / "docs" / deployment_id
-
-    def comparison(self, pipeline: str, old: str, new: str) -> Path:
-        return self.quality / "comparisons" / f"{pipeline}__{old}__{new}.json"
-
-    def comparison_position(self, pipeline: str, old: str, new: str) -> Path:
-        """Where the comparison of ``old`` and ``new`` was made: input offsets, table versions."""
-        return self.comparison(pipeline, old, new).with_suffix(".at.json")
-
-    def comparisons_of(self, pipeline: str, new: str) -> list[Path]:
-        """The saved comparisons of version ``new`` with any other version, by name."""
-        return sorted((self.quality / "comparisons").glob(f"{pipeline}__*__{new}.json"))
-
-    def comparison_docs(self, pipeline: str, old: str, new: str) -> Path:
-        return self.quality / "docs" / f"{pipeline}__{old}__{new}"
-
-    # -- everything derived from the log ---------------------------------------------------------
-
-    def derived_state(self) -> list[Path]:
-        """The folders whose contents were derived from the log (what ``kappa reset`` deletes):
-        tables, dead letters, checkpoints, pinned code, live pointers, alignment caps, quality
-        results and deployment locks. The log, the process logs and Dagster's history are kept."""
-        return [
-            self.tables,
-            self.dead_letter_tables,
-            self.checkpoints,
-            self.code_pins,
-            self.live,
-            self.alignment_caps,
-            self.quality,
-            self.locks,
-        ]
 
     # -- processes of the platform -------------------------------------------------------------
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from streaming.define.pipeline import Pipeline
+from streaming.deployment import Deployment
 from streaming.errors import DefineError
-from streaming.run.deployment import Deployment
 from streaming.run.spark_session import SparkProvider, session_provider
 from streaming.settings import Settings
 from streaming.versions.live_pointer import serving_deployment
@@ -39,7 +39,7 @@ def run_table_suite(
     result = validate_table(
         read_spark(session, deployment.table_path),
         pipeline.quality_spec,
-        docs_dir=settings.home.validation_docs(deployment.id),
+        docs_dir=deployment.validation_docs_path,
     )
-    save_result(settings.home.validation(deployment.id), result)
+    save_result(deployment.validation_path, result)
     return deployment, result

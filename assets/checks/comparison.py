@@ -42,7 +42,7 @@ from assets.refusals import refusing
 from assets.resources import KappaSettings, KappaSpark
 from quality.comparison import GROUPS, KEYS, SCHEMA, VALUES
 from streaming.define.pipeline import Pipeline
-from streaming.run.deployment import Deployment
+from streaming.deployment import Deployment
 from streaming.settings import Settings
 from streaming.versions.state import PipelineVersions, Role, pipeline_versions
 

@@ -30,8 +30,7 @@ from assets.resources import KappaSettings
 from assets.runs import run_state
 from streaming.define.registry import registry
 from streaming.delta.table_reader import latest_commit
-from streaming.run.deployment import Deployment
-from streaming.run.lock import DeploymentLock
+from streaming.deployment import Deployment
 from streaming.settings import Settings
 from streaming.versions.comparable import deployed_versions
 
@@ -57,10 +56,10 @@ def suites_due(settings: Settings, now: float, launched: Mapping[str, float]) ->
             continue
         for version in deployed_versions(settings.home, name):
             deployment = Deployment(name, version, settings.home)
-            holder = DeploymentLock(deployment.lock_path).holder()
+            holder = deployment.lock.holder()
             if holder is None or latest_commit(deployment.table_path) is None:
                 continue
-            result = settings.home.validation(deployment.id)
+            result = deployment.validation_path
             attempts = [launched.get(deployment.id, 0.0)]
             attempts += [result.stat().st_mtime] if result.exists() else []
             last = max(attempts)

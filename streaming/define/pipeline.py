@@ -11,12 +11,15 @@ A pipeline module declares one :class:`Pipeline` next to its code, in one of two
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
 
+from streaming.define.code import PipelineCode, declaring_module, project_code
 from streaming.define.fingerprint import fingerprint
 from streaming.define.names import validate_pipeline_name, validate_version
 from streaming.define.plan import Plan
@@ -76,6 +79,8 @@ class Pipeline:
     promotion: Literal["manual", "auto"] = "manual"
     # The table's quality spec (``quality.rules.TableSpec``): declared, or derived from the plan.
     quality_spec: Any = field(init=False, repr=False, compare=False, default=None)
+    # The modules it runs when they are not the ones on disk now (a deployment's pinned code).
+    code: PipelineCode | None = field(init=False, repr=False, compare=False, default=None)
 
     def __post_init__(self) -> None:
         validate_pipeline_name(self.name)
@@ -163,7 +168,22 @@ class Pipeline:
             tombstones="delete",
         )
 
-    @property
+    def with_code(self, code: PipelineCode) -> Pipeline:
+        """This pipeline, running ``code`` (the modules a deployment pinned)."""
+        pipeline = dataclasses.replace(self)
+        object.__setattr__(pipeline, "code", code)
+        return pipeline
+
+    @cached_property
+    def project_code(self) -> PipelineCode | None:
+        """The module declaring it and the project modules that module imports
+        (``streaming.define.code``); None for a pipeline not declared by a module."""
+        if self.code is not None:
+            return self.code
+        module = declaring_module(self)
+        return None if module is None else project_code(module.__name__)
+
+    @cached_property
     def fingerprint(self) -> str:
         """A hash of everything that shapes the output (see ``streaming.define.fingerprint``)."""
         return fingerprint(self)

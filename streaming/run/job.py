@@ -18,14 +18,14 @@ from types import FrameType
 
 from streaming.define.pipeline import Pipeline
 from streaming.define.registry import get_pipeline
+from streaming.deployment import Deployment
+from streaming.deployment.code_pin import pinned_pipeline
+from streaming.deployment.lock import DeploymentBusyError, DeploymentLock
 from streaming.errors import DataLossError, KappaError, RunError
-from streaming.run.deployment import Deployment
-from streaming.run.lock import DeploymentBusyError, DeploymentLock
 from streaming.run.options import RunOptions, add_flags, from_flags
 from streaming.run.reporting import LogReporter, Reporter, Snapshot
 from streaming.run.runner import PipelineRunner
 from streaming.settings import Settings, launching_run_id, load_settings
-from streaming.versions.code_pins import pinned_pipeline
 from streaming.versions.live_pointer import claim_first
 
 
@@ -100,7 +100,7 @@ def _resolve_versions(
     from streaming.kafka.history import check_log_has_beginning
     from streaming.versions.live_pointer import live_version
 
-    fresh = not (deployment.checkpoint_path / "offsets").exists()
+    fresh = not deployment.checkpoint.started
     if fresh and options.starting_timestamp_ms is not None:
         from streaming.kafka.start_position import offsets_at_timestamp
 

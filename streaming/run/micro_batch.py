@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import time
 from collections import deque
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame
@@ -14,8 +12,8 @@ from pyspark.sql import DataFrame
 from streaming.define.pipeline import Pipeline
 from streaming.delta.compacted_table import CommitResult, CompactedTable
 from streaming.delta.dead_letters import DeadLetters
+from streaming.deployment import Deployment
 from streaming.kafka.decode import BatchSplitter
-from streaming.run.deployment import Deployment
 from streaming.run.executor_writes import write_shares
 from streaming.run.planned_batch import PlannedBatch
 from streaming.run.publication import ChangelogPublisher
@@ -83,7 +81,7 @@ class BatchWriter:
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         started = time.monotonic()
-        end_offsets = batch_end_offsets(self.deployment.checkpoint_path, batch_id)
+        end_offsets = self.deployment.checkpoint.batch_end_offsets(batch_id)
         with self.table.batch():
             committed = self.table.committed_batch()
             if committed is not None and committed >= batch_id:
@@ -159,16 +157,3 @@ class BatchWriter:
         )
         self.results.append(result)
         self.totals.add(result)
-
-
-def batch_end_offsets(checkpoint: Path, batch_id: int) -> dict[str, Any]:
-    """The source end offsets of ``batch_id``, from Spark's offset log (written before the batch
-    runs). Format: a version line, a metadata line, then one offset JSON per source.
-    """
-    path = checkpoint / "offsets" / str(batch_id)
-    lines = path.read_text().splitlines()
-    sources = [json.loads(line) for line in lines[2:] if line.strip()]
-    merged: dict[str, Any] = {}
-    for source in sources:
-        merged.update(source)
-    return merged

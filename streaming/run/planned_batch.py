@@ -18,10 +18,10 @@ import pyarrow.compute as pc
 from streaming.define.pipeline import Pipeline
 from streaming.define.plan import Plan
 from streaming.define.topic import Topic
+from streaming.deployment import Deployment
 from streaming.kafka.reader import kept_record_schema
 from streaming.kafka.value_decoder import ValueDecoder
 from streaming.operators import Batch
-from streaming.run.deployment import Deployment
 from streaming.state import State, StateStore
 
 RAW_SCHEMA = kept_record_schema()

@@ -51,13 +51,13 @@ from typing import Any
 import pyarrow as pa
 
 from streaming.delta.table_reader import read_arrow
+from streaming.deployment import Deployment
 from streaming.errors import RunError, TableNotFoundError
 from streaming.kafka.admin import ensure_topics
 from streaming.kafka.log import KafkaLog
 from streaming.kafka.offsets import plan_ranges
 from streaming.kafka.reader import read_ranges
 from streaming.kafka.transactions import TransactionalProducer, TransactionError
-from streaming.run.deployment import Deployment
 from streaming.settings import Settings
 from streaming.versions.live_pointer import pointer_held, read_live
 

@@ -20,7 +20,7 @@ from streaming.kafka.log import KafkaLog
 
 if TYPE_CHECKING:
     from streaming.define.pipeline import Pipeline
-    from streaming.run.deployment import Deployment
+    from streaming.deployment import Deployment
     from streaming.run.micro_batch import BatchWriter
 
 

@@ -19,12 +19,12 @@ from pyspark.sql.streaming import StreamingQuery
 from streaming.define.pipeline import Pipeline
 from streaming.delta.commit_info import Commit
 from streaming.delta.table_reader import latest_commit
+from streaming.deployment import Deployment
 from streaming.errors import DataLossError, RunError
 from streaming.kafka import offsets as off
 from streaming.kafka.decode import source_options
 from streaming.kafka.log import KafkaLog
 from streaming.kafka.source import FORMAT
-from streaming.run.deployment import Deployment
 from streaming.run.health import CAUGHT_UP, RUNNING, STOPPED, classify
 from streaming.run.micro_batch import BatchWriter
 from streaming.run.options import RunOptions

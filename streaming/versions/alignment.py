@@ -19,8 +19,8 @@ from deltalake import DeltaTable
 
 from streaming.atomic_file import write_atomically
 from streaming.delta.table_reader import latest_commit_of
+from streaming.deployment import Deployment
 from streaming.kafka import offsets as off
-from streaming.run.deployment import Deployment
 from streaming.versions.live_pointer import live_version
 
 

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 from streaming.define.names import validate_pipeline_name
 from streaming.delta.table_reader import commits
+from streaming.deployment import Deployment, deployments_on_disk
 from streaming.home import Home
 from streaming.kafka import offsets as off
-from streaming.run.deployment import Deployment
 
 
 @dataclass(frozen=True)
@@ -22,12 +22,10 @@ class ComparablePair:
 
 
 def deployed_versions(home: Home, pipeline: str) -> list[str]:
+    """The versions of ``pipeline`` that have a table."""
     validate_pipeline_name(pipeline)
-    tables = home.tables
-    prefix = f"{pipeline}__"
-    if not tables.is_dir():
-        return []
-    return sorted(p.name[len(prefix) :] for p in tables.iterdir() if p.name.startswith(prefix))
+    on_disk = deployments_on_disk(home, pipeline)
+    return sorted(d.version for d in on_disk if d.table_path.exists())
 
 
 def comparable_pair(live: Deployment, candidate: Deployment) -> ComparablePair | None:

@@ -14,9 +14,8 @@ from typing import Literal
 
 from streaming.define.pipeline import Pipeline
 from streaming.delta.table_reader import last_end_offsets
+from streaming.deployment import Deployment
 from streaming.kafka.history import HistoryGoneError, check_log_has_beginning
-from streaming.run.deployment import Deployment
-from streaming.run.lock import DeploymentLock
 from streaming.settings import Settings
 from streaming.versions.alignment import progress
 from streaming.versions.state import Role, pipeline_versions
@@ -58,7 +57,7 @@ def candidate_to_launch(settings: Settings, pipeline: Pipeline, runs: RunState) 
     if versions.role(declared) == Role.LIVE:
         return _decision(pipeline, f"the declared version {declared} is live")
     candidate = Deployment(name, declared, settings.home)
-    if runs == "active" or DeploymentLock(candidate.lock_path).holder() is not None:
+    if runs == "active" or candidate.lock.holder() is not None:
         return _decision(pipeline, f"candidate {declared} is running side by side with live {live}")
     if runs != "none":
         return _decision(
@@ -66,7 +65,7 @@ def candidate_to_launch(settings: Settings, pipeline: Pipeline, runs: RunState) 
             f"candidate {declared} was launched already for this code (last run {runs}); "
             f"launch deploy_{name} with version {declared} to restart it",
         )
-    if not (candidate.checkpoint_path / "offsets").exists():
+    if not candidate.checkpoint.started:
         try:
             check_log_has_beginning(settings.kafka.client_config(), pipeline.topics)
         except HistoryGoneError as exc:
@@ -125,5 +124,6 @@ def comparison_to_run(
 def _failed_comparison(settings: Settings, pipeline: str, live: str, version: str) -> bool:
     from quality import load_result
 
-    path = settings.home.comparison(pipeline, live, version)
+    old, new = (Deployment(pipeline, v, settings.home) for v in (live, version))
+    path = old.comparison_with(new).result_path
     return path.exists() and not load_result(path).passed

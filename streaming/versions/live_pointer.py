@@ -22,9 +22,9 @@ from typing import Any
 
 from streaming.atomic_file import write_atomically
 from streaming.define.names import validate_pipeline_name, validate_version
+from streaming.deployment import Deployment
 from streaming.errors import VersionError
 from streaming.home import Home
-from streaming.run.deployment import Deployment
 
 
 class NoLiveVersionError(VersionError, LookupError):

@@ -9,8 +9,7 @@ from typing import Any
 
 from streaming.define.registry import get_pipeline
 from streaming.delta.table_reader import last_end_offsets
-from streaming.run.deployment import Deployment
-from streaming.run.lock import DeploymentLock
+from streaming.deployment import Deployment
 from streaming.settings import Settings
 from streaming.versions.alignment import progress
 from streaming.versions.live_pointer import Switch
@@ -106,7 +105,7 @@ def overview(settings: Settings, pipeline_name: str) -> Overview:
             VersionRow(
                 version=version,
                 role=str(state.role),
-                running=DeploymentLock(deployment.lock_path).holder() is not None,
+                running=deployment.lock.holder() is not None,
                 behind_live=behind,
                 caught_up_pct=pct,
                 comparison=_last_comparison(settings, pipeline.name, live, version),
@@ -120,7 +119,8 @@ def _last_comparison(
 ) -> dict[str, Any] | None:
     if live is None or live == version:
         return None
-    path = settings.home.comparison(pipeline, live, version)
+    old, new = (Deployment(pipeline, v, settings.home) for v in (live, version))
+    path = old.comparison_with(new).result_path
     if not path.exists():
         return None
     from quality import load_result

@@ -8,9 +8,9 @@ from typing import Any
 
 from streaming.define.registry import get_pipeline
 from streaming.delta.table_reader import last_end_offsets
+from streaming.deployment import Deployment
 from streaming.errors import VersionError
 from streaming.kafka import offsets as off
-from streaming.run.deployment import Deployment
 from streaming.run.spark_session import SparkProvider, session_provider
 from streaming.settings import Settings
 from streaming.versions.comparable import comparable_pair
@@ -116,22 +116,22 @@ def compare_versions(
         table=pipeline.name,
         old_name=old_version,
         new_name=new_version,
-        docs_dir=settings.home.comparison_docs(pipeline.name, old_version, new_version),
+        docs_dir=old.comparison_with(new).docs_path,
     )
-    save_result(settings.home.comparison(pipeline.name, old_version, new_version), result)
+    save_result(old.comparison_with(new).result_path, result)
     where = {
         "offsets": off.to_spark(pair.offsets),
         "old_table_version": pair.live_table_version,
         "new_table_version": pair.candidate_table_version,
     }
-    position = settings.home.comparison_position(pipeline.name, old_version, new_version)
-    position.write_text(json.dumps(where))
+    old.comparison_with(new).position_path.write_text(json.dumps(where))
     return result
 
 
 def comparison_offsets(settings: Settings, pipeline: str, old: str, new: str) -> dict:
     """The input offsets (and table versions) the last comparison of two versions used."""
-    path = settings.home.comparison_position(pipeline, old, new)
+    live, candidate = (Deployment(pipeline, v, settings.home) for v in (old, new))
+    path = live.comparison_with(candidate).position_path
     return json.loads(path.read_text()) if path.exists() else {}
 
 

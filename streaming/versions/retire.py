@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 from collections.abc import Callable
 from pathlib import Path
 
+from streaming.deployment import Deployment
+from streaming.deployment.lock import DeploymentBusyError
 from streaming.errors import VersionError
-from streaming.run.deployment import Deployment
-from streaming.run.lock import DeploymentBusyError, DeploymentLock
 from streaming.settings import Settings
 from streaming.versions.live_pointer import live_version
 from streaming.wait import wait_until
@@ -29,30 +28,14 @@ def refuse_if_live(deployment: Deployment) -> None:
 
 
 def retire(deployment: Deployment) -> list[Path]:
-    """Delete a non-live, stopped deployment's state: table, checkpoint, dead letters, lock, pinned
-    code and alignment cap. Its version name can then be deployed afresh, with the current code."""
+    """Delete every file of a non-live, stopped deployment (``Deployment.owned_paths``). Its
+    version name can then be deployed afresh, with the current code."""
     refuse_if_live(deployment)
-    lock = DeploymentLock(deployment.lock_path)
-    holder = lock.holder()
+    holder = deployment.lock.holder()
     if holder is not None:
         msg = f"{deployment.id} is running (pid {holder.get('pid')}); stop it first"
         raise DeploymentBusyError(msg)
-    removed = []
-    for path in (
-        deployment.table_path,
-        deployment.checkpoint_path,
-        deployment.dead_letter_path,
-        deployment.lock_path,
-        deployment.code_pin_path,
-        deployment.alignment_path,
-    ):
-        if path.is_dir():
-            shutil.rmtree(path)
-            removed.append(path)
-        elif path.exists():
-            path.unlink()
-            removed.append(path)
-    return removed
+    return deployment.remove()
 
 
 def stop_and_retire(
@@ -69,7 +52,7 @@ def stop_and_retire(
     """
     deployment = Deployment(pipeline, version, settings.home)
     refuse_if_live(deployment)  # before stopping anything
-    lock = DeploymentLock(deployment.lock_path)
+    lock = deployment.lock
     holder = lock.holder()
     if holder is not None:
         if holder.get("run_id"):

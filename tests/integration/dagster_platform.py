@@ -16,8 +16,8 @@ from kappa.platform_up import dagster_dev
 from kappa.processes import ManagedProcess
 from kappa.testing.broker import delete_topics
 from kappa.testing.settings import private_settings
-from streaming.run.deployment import Deployment
-from streaming.run.lock import DeploymentLock
+from streaming.deployment import Deployment
+from streaming.deployment.lock import DeploymentLock
 from streaming.settings import Settings
 from streaming.wait import wait_until
 

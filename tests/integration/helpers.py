@@ -24,8 +24,8 @@ from streaming.define import Pipeline
 from streaming.define.registry import get_pipeline
 from streaming.delta.commit_info import BATCH_ID, END_OFFSETS
 from streaming.delta.table_reader import commits, read_arrow
+from streaming.deployment import Deployment
 from streaming.kafka.offsets import from_spark
-from streaming.run.deployment import Deployment
 from streaming.run.options import RunOptions
 from streaming.run.publication import BATCH_HEADER, DEPLOYMENT_HEADER
 from streaming.run.reporting import Snapshot

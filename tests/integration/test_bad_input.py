@@ -9,7 +9,7 @@ import pytest
 from kappa.testing.producing import Out, send, transactions
 from kappa.testing.reference import replay, spend_state
 from streaming.delta.dead_letters import DeadLetters
-from streaming.run.deployment import Deployment
+from streaming.deployment import Deployment
 from tests.integration.helpers import run_until_caught_up, table_rows
 
 pytestmark = pytest.mark.integration

@@ -7,7 +7,7 @@ import pytest
 from kappa.testing.producing import customer_changes, send
 from kappa.testing.reference import customers_state, replay
 from kappa.testing.report_table import table_with
-from streaming.run.deployment import Deployment
+from streaming.deployment import Deployment
 from streaming.settings import Settings
 from streaming.wait import wait_until
 from tests.integration.dagster_platform import running_platform

@@ -19,7 +19,7 @@ from kappa.testing.producing import customer_changes, send, transactions
 from kappa.testing.reference import customers_state, replay, spend_state
 from kappa.testing.settings import free_port, private_settings
 from streaming.delta.table_reader import commits
-from streaming.run.deployment import Deployment
+from streaming.deployment import Deployment
 from streaming.settings import REPO_ROOT, Settings
 from streaming.wait import wait_until
 from tests.integration.helpers import table_rows

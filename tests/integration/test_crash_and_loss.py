@@ -8,8 +8,8 @@ from kappa.testing.broker import delete_topics
 from kappa.testing.producing import customer_changes, send, transactions
 from kappa.testing.reference import customers_state, replay, spend_state
 from streaming.delta.table_reader import commits
+from streaming.deployment import Deployment
 from streaming.errors import DataLossError
-from streaming.run.deployment import Deployment
 from tests.integration.helpers import kill_mid_run, run_until_caught_up, table_rows
 
 pytestmark = pytest.mark.integration

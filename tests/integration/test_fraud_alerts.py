@@ -11,7 +11,7 @@ from kappa.testing.enrichment import enriched_reference
 from kappa.testing.producing import fraud_events, send
 from kappa.testing.reference import changelog_table, log_ends, replay_stamped
 from streaming.delta.table_reader import read_arrow
-from streaming.run.deployment import Deployment
+from streaming.deployment import Deployment
 from tests.integration.helpers import run_until_caught_up
 
 pytestmark = pytest.mark.integration

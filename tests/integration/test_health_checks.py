@@ -22,7 +22,7 @@ from pyspark.sql import functions as F
 from assets.checks.health import check_evaluations
 from kappa.testing.producing import customer_changes, send
 from streaming.define.registry import get_pipeline
-from streaming.run.deployment import Deployment
+from streaming.deployment import Deployment
 from streaming.run.options import RunOptions
 from streaming.run.reporting import ENDS_MAX_AGE_S, Snapshot
 from streaming.run.runner import PipelineRunner

@@ -16,7 +16,7 @@ from kappa.testing.producing import send, transactions
 from kappa.testing.reference import replay, spend_state, table_state
 from quality.report import load_result
 from streaming.delta.table_reader import read_arrow
-from streaming.run.deployment import Deployment
+from streaming.deployment import Deployment
 from streaming.wait import wait_until
 from tests.integration.dagster_platform import running_platform
 
@@ -117,9 +117,7 @@ def test_launch_watch_stop_relaunch_without_loss(platform):
     assert wait_until(lambda: "SUCCESS" in _suite_runs(platform), timeout_s=180, interval_s=1), (
         _suite_runs(platform)
     )
-    result = load_result(
-        settings.home.validation(Deployment("customer_spend", "v1", settings.home).id)
-    )
+    result = load_result(Deployment("customer_spend", "v1", settings.home).validation_path)
     assert result.success and result.row_count > 0, result
 
 

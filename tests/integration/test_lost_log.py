@@ -10,7 +10,7 @@ import pytest
 from kappa.broker import EmbeddedBroker
 from kappa.log_check import EXIT_LOG_LOST, find_shortfalls
 from kappa.testing.producing import customer_changes, send
-from streaming.run.deployment import Deployment
+from streaming.deployment import Deployment
 from tests.integration.helpers import kappa, run_until_caught_up
 
 pytestmark = pytest.mark.integration

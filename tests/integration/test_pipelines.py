@@ -8,7 +8,7 @@ import pytest
 from kappa.testing.producing import Out, customer_changes, send, transactions
 from kappa.testing.reference import customers_state, replay, spend_state, table_state
 from streaming.delta.table_reader import commits, read_arrow
-from streaming.run.deployment import Deployment
+from streaming.deployment import Deployment
 from tests.integration.helpers import run_until_caught_up, table_rows
 
 pytestmark = pytest.mark.integration

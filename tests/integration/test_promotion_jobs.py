@@ -14,7 +14,7 @@ from assets.resources import KappaSettings, spark_resource
 from kappa.testing.producing import customer_changes, send
 from quality.rules import ComparisonPolicy
 from streaming.define.registry import get_pipeline, registry
-from streaming.run.deployment import Deployment
+from streaming.deployment import Deployment
 from streaming.run.options import RunOptions
 from streaming.run.runner import PipelineRunner
 from streaming.versions.live_pointer import history, live_version, switch

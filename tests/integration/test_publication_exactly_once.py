@@ -16,7 +16,7 @@ from decimal import Decimal
 import pyarrow as pa
 import pytest
 
-from streaming.run.deployment import Deployment
+from streaming.deployment import Deployment
 from streaming.run.publication import ChangelogPublisher, PublicationError, Published
 from streaming.settings import REPO_ROOT, Settings
 from streaming.versions.live_pointer import claim_first, read_live
@@ -35,7 +35,7 @@ CRASHING_PUBLISHER = textwrap.dedent(
     import os, signal, sys
 
     import streaming.kafka.transactions as transactions
-    from streaming.run.deployment import Deployment
+    from streaming.deployment import Deployment
     from streaming.run.publication import ChangelogPublisher
     from streaming.settings import load_settings
     from tests.integration.test_publication_exactly_once import KEY, PIPELINE, TOPIC, changes

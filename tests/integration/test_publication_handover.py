@@ -16,7 +16,7 @@ from kappa.testing.producing import fraud_events, send
 from kappa.testing.reference import changelog_table, replay_stamped
 from streaming.define.registry import get_pipeline
 from streaming.delta.table_reader import read_arrow
-from streaming.run.deployment import Deployment
+from streaming.deployment import Deployment
 from streaming.versions.live_pointer import claim_first, switch
 from tests.integration.helpers import run_until_caught_up
 

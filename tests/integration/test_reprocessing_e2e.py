@@ -22,8 +22,8 @@ from kappa.broker import EmbeddedBroker
 from kappa.testing.producing import customer_changes, send
 from kappa.testing.reference import Record, customers_state, log_ends, replay, table_state
 from streaming.delta.table_reader import commits, last_end_offsets, read_arrow
+from streaming.deployment import Deployment
 from streaming.kafka import offsets as off
-from streaming.run.deployment import Deployment
 from streaming.versions.live_pointer import history, live_table_path, live_version
 from streaming.versions.promotion import comparison_offsets
 from streaming.wait import wait_until

@@ -27,7 +27,7 @@ from kappa.testing.producing import customer_changes
 from kappa.testing.reference import customers_state, replay
 from kappa.testing.settings import private_settings
 from streaming.delta.table_reader import latest_commit
-from streaming.run.deployment import Deployment
+from streaming.deployment import Deployment
 from streaming.settings import REPO_ROOT, Settings
 from streaming.wait import wait_until
 from tests.integration.helpers import kappa, table_rows

@@ -8,7 +8,7 @@ import time
 from dagster import DagsterInstance, build_schedule_context
 
 from assets.definitions import defs
-from streaming.run.deployment import Deployment
+from streaming.deployment import Deployment
 from streaming.versions.live_pointer import history, live_version, switch
 from streaming.wait import wait_until
 from tests.integration.helpers import commit_customers

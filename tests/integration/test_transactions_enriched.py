@@ -23,8 +23,8 @@ from quality.rules import ComparisonPolicy
 from streaming.define import Pipeline
 from streaming.define.registry import get_pipeline, registry
 from streaming.delta.table_reader import read_arrow
+from streaming.deployment import Deployment
 from streaming.kafka.offsets import from_spark
-from streaming.run.deployment import Deployment
 from streaming.versions.live_pointer import live_version, switch
 from streaming.versions.promotion import compare_versions, promote
 from tests.integration.helpers import (

@@ -13,10 +13,10 @@ import pytest
 
 from kappa.testing.producing import customer_changes, send
 from streaming.define.registry import get_pipeline, registry
-from streaming.run.deployment import Deployment
+from streaming.deployment import Deployment
+from streaming.deployment.code_pin import pinned_pipeline
 from streaming.settings import Settings
 from streaming.versions.alignment import LiveAlignment
-from streaming.versions.code_pins import pinned_pipeline
 from streaming.versions.decisions import candidate_to_launch, comparison_to_run
 from streaming.versions.live_pointer import claim_first, switch
 from streaming.versions.overview import overview
@@ -165,7 +165,8 @@ def test_a_deployment_keeps_its_pinned_code_after_the_module_changes(settings, t
         importlib.reload(mine)
         again = pinned_pipeline_from(settings, mine)
         assert again.pipeline.fingerprint == first
-        assert ".limit(1)" not in again.pinned_at.read_text()  # type: ignore[union-attr]
+        pinned_module = again.pinned_at / "pins_pkg" / "mine.py"  # type: ignore[operator]
+        assert ".limit(1)" not in pinned_module.read_text()
         assert "Bump VERSION" in again.warning
     finally:
         sys.path.remove(str(tmp_path))
@@ -180,7 +181,7 @@ def pinned_pipeline_from(settings: Settings, module: object):  # type: ignore[no
 def test_pins_live_next_to_the_deployment(settings: Settings) -> None:
     pinned = pinned_pipeline(settings.home, get_pipeline(settings.pipelines, "customers"), "v7")
     assert pinned.pipeline.version == "v7"
-    assert pinned.pinned_at == settings.home.code_pin("customers__v7")
+    assert pinned.pinned_at == Deployment("customers", "v7", settings.home).code_pin_path
 
 
 def test_a_new_deployment_can_start_at_a_timestamp(settings, broker):

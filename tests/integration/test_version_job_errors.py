@@ -10,7 +10,7 @@ from dagster import DagsterInstance
 
 from assets.resources import KappaSettings
 from assets.versions.jobs import rollback_version
-from streaming.run.deployment import Deployment
+from streaming.deployment import Deployment
 from streaming.versions.live_pointer import live_version, pointer_path, switch
 
 pytestmark = pytest.mark.integration

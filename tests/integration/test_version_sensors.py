@@ -17,8 +17,8 @@ from assets.definitions import defs
 from assets.resources import KappaSettings
 from kappa.testing.producing import customer_changes, send
 from streaming.define.registry import get_pipeline, registry
-from streaming.run.deployment import Deployment
-from streaming.run.lock import DeploymentLock
+from streaming.deployment import Deployment
+from streaming.deployment.lock import DeploymentLock
 from streaming.versions.live_pointer import claim_first, switch
 from streaming.versions.overview import overview
 from tests.integration.helpers import commit_customers
@@ -36,7 +36,7 @@ def env(settings, monkeypatch):  # type: ignore[no-untyped-def]
 
 def _validation_written(settings, deployment: Deployment):  # type: ignore[no-untyped-def]
     """A suite result for the deployment, as a quality run leaves it (its mtime is the run's)."""
-    result = settings.home.validation(deployment.id)
+    result = deployment.validation_path
     result.parent.mkdir(parents=True, exist_ok=True)
     result.write_text("{}")
     return result

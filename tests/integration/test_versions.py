@@ -10,7 +10,7 @@ from pyspark.sql import functions as F
 from assets.resources import KappaSettings, spark_resource
 from kappa.testing.producing import customer_changes, send
 from streaming.define.registry import get_pipeline
-from streaming.run.deployment import Deployment
+from streaming.deployment import Deployment
 from streaming.run.options import RunOptions
 from streaming.run.reporting import NullReporter
 from streaming.run.runner import PipelineRunner

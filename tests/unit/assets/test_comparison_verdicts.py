@@ -25,7 +25,7 @@ from assets.checks.comparison import (
     last_verdict,
     settled_gate_evaluations,
 )
-from streaming.run.deployment import Deployment
+from streaming.deployment import Deployment
 from streaming.versions.live_pointer import claim_first
 
 TABLE = AssetKey(["tables", "customers"])

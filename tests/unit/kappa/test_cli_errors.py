@@ -8,9 +8,9 @@ import pytest
 
 from kappa.cli import main
 from streaming.delta.table_reader import open_table
+from streaming.deployment import Deployment
 from streaming.errors import KappaError
 from streaming.home import Home
-from streaming.run.deployment import Deployment
 from streaming.versions.live_pointer import live_table_path, pointer_path, switch
 
 

@@ -6,11 +6,12 @@ import json
 
 from kappa.log_check import _compare, checkpoint_positions, lost_log_message
 from kappa.testing.settings import private_settings
+from streaming.deployment import Deployment
 from streaming.home import Home
 
 
 def _offset_log(home: Home, deployment: str, batch: int, offsets: dict) -> None:
-    folder = home.checkpoint(deployment) / "offsets"
+    folder = Deployment.from_id(deployment, home).checkpoint_path / "offsets"
     folder.mkdir(parents=True, exist_ok=True)
     meta = {"batchWatermarkMs": 0, "batchTimestampMs": 0, "conf": {}}
     (folder / str(batch)).write_text("\n".join(["v1", json.dumps(meta), json.dumps(offsets)]))
@@ -21,7 +22,7 @@ def test_positions_come_from_the_latest_planned_batch(tmp_path):
     _offset_log(home, "customers__v1", 3, {"customers": {"0": 10, "1": 7}})
     _offset_log(home, "customers__v1", 11, {"customers": {"0": 42, "1": 9}})
     _offset_log(home, "customer_spend__v2", 0, {"transactions": {"0": 5}})
-    home.checkpoint("empty__v1").mkdir()
+    Deployment("empty", "v1", home).checkpoint_path.mkdir(parents=True)
 
     assert checkpoint_positions(home) == {
         "customer_spend__v2": {"transactions": {0: 5}},

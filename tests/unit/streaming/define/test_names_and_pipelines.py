@@ -11,8 +11,8 @@ import pytest
 
 from kappa.demo import events
 from streaming.define.registry import get_pipeline, registry
+from streaming.deployment import Deployment
 from streaming.errors import InvalidNameError, UnknownPipelineError
-from streaming.run.deployment import Deployment
 
 
 @pytest.mark.parametrize("name", ["", "../etc", "a/b", "Customers", "x" * 49, "1abc", "a b"])

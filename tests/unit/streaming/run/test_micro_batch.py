@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from streaming.define.registry import get_pipeline
-from streaming.run.deployment import Deployment
+from streaming.deployment import Deployment
 from streaming.run.micro_batch import BatchWriter
 from streaming.settings import load_settings
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from pipelines.transactions_enriched import PIPELINE
-from streaming.run.deployment import Deployment
+from streaming.deployment import Deployment
 from streaming.run.planned_batch import PlannedBatch
 
 T0 = 1_700_000_000_000

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from streaming.run.deployment import Deployment
+from streaming.deployment import Deployment
 from streaming.run.publication import position_group, transactional_id
 
 

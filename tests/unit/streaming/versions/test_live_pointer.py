@@ -9,9 +9,9 @@ from functools import partial
 import pytest
 
 from kappa.testing.settings import private_settings
+from streaming.deployment import Deployment
 from streaming.errors import InvalidNameError
 from streaming.home import Home
-from streaming.run.deployment import Deployment
 from streaming.versions import promotion
 from streaming.versions.live_pointer import (
     LiveSwitchConflictError,

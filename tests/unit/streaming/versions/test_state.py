@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from kappa.testing.settings import private_settings
-from streaming.run.deployment import Deployment
+from streaming.deployment import Deployment
 from streaming.versions.live_pointer import switch
 from streaming.versions.retention import expired_versions
 from streaming.versions.state import Role, pipeline_versions

@@ -1,0 +1,64 @@
+"""The one reader of a deployment's Spark checkpoint.
+
+Spark writes ``offsets/<batch>`` before it runs a micro-batch (the source offsets the batch ends
+at) and ``commits/<batch>`` once the batch's sink returned. An offsets file holds a version line,
+a metadata line, then one JSON object per source; this platform's sources give
+``{topic: {partition: offset}}``. Nothing else in the platform opens these files.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from streaming.kafka import offsets as off
+
+
+@dataclass(frozen=True)
+class SparkCheckpoint:
+    """A Structured Streaming checkpoint folder."""
+
+    path: Path
+
+    @property
+    def started(self) -> bool:
+        """Whether a query has planned a batch here (a fresh checkpoint starts from the
+        starting offsets, an existing one resumes)."""
+        return (self.path / "offsets").exists()
+
+    def planned_batches(self) -> list[int]:
+        """The ids of the batches planned, in order (each has its end offsets)."""
+        return _batch_ids(self.path / "offsets")
+
+    def committed_batches(self) -> list[int]:
+        """The ids of the batches whose sink returned, in order."""
+        return _batch_ids(self.path / "commits")
+
+    def batch_end_offsets(self, batch_id: int) -> dict[str, Any]:
+        """The source end offsets of ``batch_id`` as Spark records them (partitions as strings),
+        all sources merged."""
+        lines = (self.path / "offsets" / str(batch_id)).read_text().splitlines()
+        merged: dict[str, Any] = {}
+        for line in lines[2:]:
+            if line.strip():
+                merged.update(json.loads(line))
+        return merged
+
+    def planned_at(self, batch_id: int) -> float:
+        """When Spark planned ``batch_id`` (wrote its offsets), as a Unix time."""
+        return (self.path / "offsets" / str(batch_id)).stat().st_mtime
+
+    def planned_position(self) -> off.OffsetMap | None:
+        """The end offsets of the latest planned batch (None before the first)."""
+        batches = self.planned_batches()
+        if not batches:
+            return None
+        return off.from_spark(self.batch_end_offsets(batches[-1]))
+
+
+def _batch_ids(folder: Path) -> list[int]:
+    if not folder.is_dir():
+        return []
+    return sorted(int(p.name) for p in folder.iterdir() if p.name.isdigit())
