@@ -31,8 +31,8 @@ from dagster import (
 )
 
 from assets.relay import DeploymentRelay
-from kappa.processes import kill_all
 from streaming.deployment import Deployment
+from streaming.processes import kill_all
 from streaming.run.health import FAILED, STOPPED
 from streaming.run.job import EXIT_BUSY, EXIT_DATA_LOSS
 from streaming.settings import REPO_ROOT, Settings

@@ -19,7 +19,7 @@ from dagster._core.definitions.asset_checks.asset_check_evaluation import (
     AssetCheckEvaluationTargetMaterializationData,
 )
 
-from assets.names import versions_partitions_name
+from streaming.dagster_names import versions_partitions_name
 
 
 def version_partitions(pipeline: str) -> DynamicPartitionsDefinition:

@@ -11,8 +11,8 @@ import os
 from dagster import ConfigurableResource, InitResourceContext
 from dagster_pyspark import LazyPySparkResource
 
-from streaming.run.spark_session import python_environment, session_conf
 from streaming.settings import Settings, load_settings
+from streaming.spark.session import python_environment, session_conf
 
 
 class KappaSettings(ConfigurableResource):

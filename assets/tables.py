@@ -25,11 +25,11 @@ from dagster import (
 )
 
 from assets.launcher import run_deployment
-from assets.names import PIPELINE_TAG, VERSION_TAG, deploy_job_name, table_key_path
 from assets.partitions import version_partitions
 from assets.refusals import refusing
 from assets.resources import KappaSettings
 from assets.topics import topic_key
+from streaming.dagster_names import PIPELINE_TAG, VERSION_TAG, deploy_job_name, table_key_path
 from streaming.define.names import validate_version
 from streaming.define.pipeline import Pipeline
 from streaming.deployment import Deployment

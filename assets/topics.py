@@ -9,8 +9,8 @@ from dagster import (
     observable_source_asset,
 )
 
-from assets.names import topic_key_path
 from assets.resources import KappaSettings
+from streaming.dagster_names import topic_key_path
 from streaming.kafka.log import KafkaLog
 
 

@@ -77,8 +77,8 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger("quality.compare").setLevel(logging.DEBUG)
 
     from streaming.delta.table_reader import read_spark
-    from streaming.run.spark_session import build_spark_session
     from streaming.settings import load_settings
+    from streaming.spark.session import build_spark_session
 
     root = Path(tempfile.mkdtemp(prefix="kappa-compare-bench-"))
     try:

@@ -241,8 +241,8 @@ def measure_steady(
     from streaming.kafka import offsets as off
     from streaming.run.options import RunOptions
     from streaming.run.runner import PipelineRunner
-    from streaming.run.spark_session import build_spark_session
     from streaming.settings import load_settings
+    from streaming.spark.session import build_spark_session
 
     settings = load_settings(env=bench.env)
     started = time.perf_counter()

@@ -23,9 +23,9 @@ from typing import Any, Self
 
 import psutil
 
-from kappa.processes import ManagedProcess, wait_gone
 from streaming.delta.commit_info import parse_commit
 from streaming.delta.log_entries import log_name, parse_entry
+from streaming.processes import ManagedProcess, wait_gone
 from streaming.settings import REPO_ROOT
 
 

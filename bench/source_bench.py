@@ -213,7 +213,7 @@ class RateProducer(threading.Thread):
 
 
 def session(settings: Settings) -> Any:
-    from streaming.run.spark_session import build_spark_session
+    from streaming.spark.session import build_spark_session
 
     jars = ",".join(str(j) for j in classpath(settings.cache_dir, SPARK_KAFKA))
     spark_settings = settings.spark.model_copy(

@@ -23,8 +23,8 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from kappa.errors import BrokerError
-from kappa.processes import pid_alive, port_open, stop_process_group
 from streaming.jars import KAFKA_BROKER, classpath
+from streaming.processes import pid_alive, port_open, stop_process_group
 from streaming.settings import Settings
 
 # Settings every embedded broker runs with; the listeners, the log directory and the topic

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from kappa.errors import ClusterError
-from kappa.processes import pid_alive, port_open, stop_process_group
+from streaming.processes import pid_alive, port_open, stop_process_group
 from streaming.settings import Settings
 
 MASTER = "spark-master"
@@ -145,7 +145,7 @@ class SparkCluster:
         ]
 
     def _environment(self) -> dict[str, str]:
-        from streaming.run.spark_session import python_environment
+        from streaming.spark.session import python_environment
 
         home = spark_home()
         env = {

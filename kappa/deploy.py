@@ -10,16 +10,16 @@ from __future__ import annotations
 
 from typing import Any, get_args
 
-from assets.names import (
+from kappa.dagster_api import DagsterApi, RunInfo
+from kappa.deployments import is_deployment_run, run_version
+from kappa.errors import DagsterApiError, OperatorError
+from streaming.dagster_names import (
     PARTITION_TAG,
     REASON_TAG,
     deploy_job_name,
     deploy_op_name,
     versions_partitions_name,
 )
-from kappa.dagster_api import DagsterApi, RunInfo
-from kappa.deployments import is_deployment_run, run_version
-from kappa.errors import DagsterApiError, OperatorError
 from streaming.define.names import validate_version
 from streaming.define.registry import get_pipeline
 from streaming.run.options import LaunchOptions

@@ -12,9 +12,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from assets.names import PARTITION_TAG, VERSION_TAG, deploy_job_name, table_key_path
 from kappa.dagster_api import DagsterApi, RunInfo
 from kappa.errors import OperatorError
+from streaming.dagster_names import PARTITION_TAG, VERSION_TAG, deploy_job_name, table_key_path
 
 _REPORTS = """
 query Reports($key: AssetKeyInput!, $partitions: [String!]) {

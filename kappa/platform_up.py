@@ -20,10 +20,10 @@ from types import FrameType
 from kappa.broker import EmbeddedBroker
 from kappa.dagster_api import DagsterApi
 from kappa.log_check import EXIT_LOG_LOST, check_log_at_start
-from kappa.processes import ManagedProcess
 from kappa.resume import remember_running, resume_at_start
 from streaming.define.registry import all_topics, published_topics
 from streaming.kafka.admin import ensure_topics
+from streaming.processes import ManagedProcess
 from streaming.settings import REPO_ROOT, Settings
 from streaming.wait import wait_until
 

@@ -19,7 +19,10 @@ from typing import Any
 
 import yaml
 
-from assets.names import (
+from kappa.dagster_api import ACTIVE_STATUSES, DagsterApi
+from kappa.deploy import launch
+from streaming.atomic_file import write_atomically
+from streaming.dagster_names import (
     PARTITION_TAG,
     REASON_TAG,
     TABLES,
@@ -27,9 +30,6 @@ from assets.names import (
     deploy_job_name,
     deploy_op_name,
 )
-from kappa.dagster_api import ACTIVE_STATUSES, DagsterApi
-from kappa.deploy import launch
-from streaming.atomic_file import write_atomically
 from streaming.define.registry import pipeline_names
 from streaming.settings import Settings
 from streaming.wait import wait_until

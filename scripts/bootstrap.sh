@@ -46,8 +46,8 @@ if ! command -v javac >/dev/null 2>&1; then
   fi
 fi
 
-# The Spark driver's class archive (streaming/run/jvm_archive.py): halves SparkSession start-up.
+# The Spark driver's class archive (streaming/spark/jvm_archive.py): halves SparkSession start-up.
 # Built once per Java + Spark installation, under ~/.cache/kappa/jvm (about 40 s, 170 MB).
-if ! .venv/bin/python -m streaming.run.jvm_archive --if-missing; then
+if ! .venv/bin/python -m streaming.spark.jvm_archive --if-missing; then
   echo "bootstrap: could not build the JVM class archive; Spark will start without it" >&2
 fi

@@ -10,8 +10,8 @@ from typing import Any
 from streaming.define.pipeline import Pipeline
 from streaming.deployment import Deployment
 from streaming.errors import DefineError
-from streaming.run.spark_session import SparkProvider, session_provider
 from streaming.settings import Settings
+from streaming.spark.session import SparkProvider, session_provider
 from streaming.versions.live_pointer import serving_deployment
 
 

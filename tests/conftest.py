@@ -51,7 +51,7 @@ def broker(shared_broker: EmbeddedBroker, settings: Settings) -> EmbeddedBroker:
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     """One SparkSession for the whole test session, with the platform's settings."""
-    from streaming.run.spark_session import build_spark_session
+    from streaming.spark.session import build_spark_session
 
     home = tmp_path_factory.mktemp("spark-home")
     session = build_spark_session(private_settings(home), app_name="kappa-tests")

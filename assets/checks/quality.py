@@ -25,10 +25,10 @@ from dagster import (
     in_process_executor,
 )
 
-from assets.names import quality_job_name, table_key_path
 from assets.partitions import version_partitions
 from assets.refusals import refusing
 from assets.resources import KappaSettings, KappaSpark
+from streaming.dagster_names import quality_job_name, table_key_path
 from streaming.define.pipeline import Pipeline
 from streaming.table_quality import run_table_suite
 

@@ -25,9 +25,9 @@ from dagster import (
     sensor,
 )
 
-from assets.names import PARTITION_TAG, PIPELINE_TAG, quality_job_name
 from assets.resources import KappaSettings
 from assets.runs import run_state
+from streaming.dagster_names import PARTITION_TAG, PIPELINE_TAG, quality_job_name
 from streaming.define.registry import registry
 from streaming.delta.table_reader import latest_commit
 from streaming.deployment import Deployment

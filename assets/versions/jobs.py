@@ -26,11 +26,11 @@ from dagster import (
 from pydantic import Field
 
 from assets.checks.comparison import comparison_evaluations, refusal_evidence
-from assets.names import versions_partitions_name
 from assets.refusals import Refused, refusing
 from assets.resources import KappaSettings, KappaSpark
 from assets.tables import table_key
 from assets.versions.metadata import overview_observation
+from streaming.dagster_names import versions_partitions_name
 from streaming.errors import KappaError
 from streaming.settings import Settings
 

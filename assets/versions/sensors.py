@@ -33,7 +33,13 @@ from dagster import (
     sensor,
 )
 
-from assets.names import (
+from assets.partitions import unregistered
+from assets.resources import KappaSettings
+from assets.runs import run_state
+from assets.tables import table_key
+from assets.versions.jobs import promote_version
+from assets.versions.metadata import overview_metadata
+from streaming.dagster_names import (
     FINGERPRINT_TAG,
     LIVE_TAG,
     PIPELINE_TAG,
@@ -43,12 +49,6 @@ from assets.names import (
     deploy_op_name,
     versions_partitions_name,
 )
-from assets.partitions import unregistered
-from assets.resources import KappaSettings
-from assets.runs import run_state
-from assets.tables import table_key
-from assets.versions.jobs import promote_version
-from assets.versions.metadata import overview_metadata
 from streaming.define.registry import registry
 from streaming.settings import Settings
 from streaming.versions.comparable import deployed_versions

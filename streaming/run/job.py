@@ -67,7 +67,7 @@ def run_pipeline(
             if pinned.warning:
                 reporter.warning(pinned.warning)
             claim_first(settings.home, pipeline.name, deployment.version, "first deployment")
-            from streaming.run.spark_session import build_spark_session
+            from streaming.spark.session import build_spark_session
 
             spark = build_spark_session(settings, app_name=f"kappa-{deployment.id}")
             # PySpark's SparkContext replaces the SIGINT handler with one that cancels every

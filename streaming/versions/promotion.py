@@ -11,8 +11,8 @@ from streaming.delta.table_reader import last_end_offsets
 from streaming.deployment import Deployment
 from streaming.errors import VersionError
 from streaming.kafka import offsets as off
-from streaming.run.spark_session import SparkProvider, session_provider
 from streaming.settings import Settings
+from streaming.spark.session import SparkProvider, session_provider
 from streaming.versions.comparable import comparable_pair
 from streaming.versions.live_pointer import Switch, history, live_version, switch
 from streaming.wait import wait_until

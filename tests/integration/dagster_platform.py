@@ -9,15 +9,20 @@ from pathlib import Path
 
 from dagster_graphql import DagsterGraphQLClient
 
-from assets.names import PARTITION_TAG, deploy_job_name, deploy_op_name, versions_partitions_name
 from kappa.broker import EmbeddedBroker
 from kappa.dagster_api import DagsterApi
 from kappa.platform_up import dagster_dev
-from kappa.processes import ManagedProcess
 from kappa.testing.broker import delete_topics
 from kappa.testing.settings import private_settings
+from streaming.dagster_names import (
+    PARTITION_TAG,
+    deploy_job_name,
+    deploy_op_name,
+    versions_partitions_name,
+)
 from streaming.deployment import Deployment
 from streaming.deployment.lock import DeploymentLock
+from streaming.processes import ManagedProcess
 from streaming.settings import Settings
 from streaming.wait import wait_until
 

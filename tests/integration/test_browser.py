@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from dagster import DagsterInstance
 
-from assets.names import versions_partitions_name
 from kappa.testing.producing import send, transactions
+from streaming.dagster_names import versions_partitions_name
 from streaming.wait import wait_until
 from tests.integration.browser import (
     CHROMIUM_ARGS,

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from assets.names import versions_partitions_name
 from kappa.testing.producing import customer_changes, send
+from streaming.dagster_names import versions_partitions_name
 from streaming.versions.live_pointer import live_version
 from streaming.wait import wait_until
 from tests.integration.browser import (

@@ -10,9 +10,14 @@ from typing import Any
 
 import pytest
 
-from assets.names import PARTITION_TAG, deploy_op_name, table_key_path, versions_partitions_name
 from kappa.testing.producing import customer_changes, send
 from kappa.testing.reference import customers_state, replay
+from streaming.dagster_names import (
+    PARTITION_TAG,
+    deploy_op_name,
+    table_key_path,
+    versions_partitions_name,
+)
 from streaming.versions.live_pointer import live_version
 from tests.integration.dagster_platform import Platform, running_platform
 from tests.integration.helpers import table_rows

@@ -9,14 +9,14 @@ import time
 import psutil
 import pytest
 
-from assets.names import PARTITION_TAG
 from kappa.deployments import deployment_statuses, latest_event
-from kappa.processes import wait_gone
 from kappa.testing.producing import send, transactions
 from kappa.testing.reference import replay, spend_state, table_state
 from quality.report import load_result
+from streaming.dagster_names import PARTITION_TAG
 from streaming.delta.table_reader import read_arrow
 from streaming.deployment import Deployment
+from streaming.processes import wait_gone
 from streaming.wait import wait_until
 from tests.integration.dagster_platform import running_platform
 

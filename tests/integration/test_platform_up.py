@@ -15,9 +15,9 @@ from dagster import DagsterInstance
 from kappa.broker import EmbeddedBroker
 from kappa.dagster_api import DagsterApi
 from kappa.deploy import launch, run_config
-from kappa.processes import wait_gone
 from streaming.deployment import Deployment
 from streaming.deployment.lock import DeploymentLock
+from streaming.processes import wait_gone
 from streaming.settings import REPO_ROOT
 from streaming.wait import wait_until
 from tests.integration.dagster_platform import _ready

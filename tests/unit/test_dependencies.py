@@ -1,4 +1,13 @@
-"""The packages depend on each other one way: quality <- streaming <- {assets, kappa}.
+"""Imports run one way, with no exception.
+
+Between the packages: quality <- streaming <- {assets, kappa}; assets and kappa do not import
+each other; pipelines use only streaming.define and quality. Inside streaming, each subpackage
+imports only the foundation modules and the subpackages to its left:
+
+    state <- operators <- define <- kafka <- delta <- spark <- deployment <- versions <- run
+
+The foundation (errors, settings, home, ...) imports only itself; the entry points
+(``streaming/__init__``, ``__main__``, ``table_quality``) may import any of it.
 
 Every import statement of the product is read with ``ast`` (those inside functions too), so a
 forbidden import fails here with its file and line, whether or not it runs at import time.
@@ -15,7 +24,36 @@ from streaming.settings import REPO_ROOT
 
 PRODUCT = ("streaming", "assets", "kappa", "quality", "pipelines")
 OURS = (*PRODUCT, "bench", "tests")
-STREAMING_SUBPACKAGES = ("define", "kafka", "delta", "run", "versions")
+ALLOWED = {
+    "quality": (),
+    "streaming": ("quality",),
+    "assets": ("quality", "streaming"),
+    "kappa": ("quality", "streaming"),
+    "pipelines": ("quality", "streaming.define"),
+}
+LAYERS = (
+    "state",
+    "operators",
+    "define",
+    "kafka",
+    "delta",
+    "spark",
+    "deployment",
+    "versions",
+    "run",
+)
+FOUNDATION = (
+    "atomic_file",
+    "dagster_names",
+    "dotted",
+    "errors",
+    "home",
+    "jars",
+    "processes",
+    "settings",
+    "wait",
+)
+ENTRY_POINTS = ("__init__", "__main__", "table_quality")
 
 
 def _imports(package: str) -> Iterator[tuple[str, int, str]]:
@@ -41,24 +79,45 @@ def _under(name: str, *prefixes: str) -> bool:
     return any(name == p or name.startswith(p + ".") for p in prefixes)
 
 
+def _part(module: str) -> str:
+    """The part of streaming a module path (``streaming/run/job.py``) or dotted name belongs
+    to: its subpackage, or the top-level module's name."""
+    parts = module.removesuffix(".py").replace("/", ".").split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _rank(part: str) -> int:
+    """0 for the foundation, then 1, 2, ... along the layers; the entry points last."""
+    if part in FOUNDATION:
+        return 0
+    if part in LAYERS:
+        return 1 + LAYERS.index(part)
+    if part in ENTRY_POINTS:
+        return 1 + len(LAYERS)
+    msg = f"streaming.{part} is in no layer: add it to the README's map and to this test"
+    raise AssertionError(msg)
+
+
+def _forbidden_in_streaming(file: str, name: str) -> bool:
+    mine, theirs = _part(file), _part(name)
+    if mine == theirs:
+        return False
+    if _rank(mine) == 0:  # the foundation imports only itself
+        return _rank(theirs) != 0
+    return _rank(theirs) > _rank(mine) or theirs in ENTRY_POINTS
+
+
 def _forbidden(package: str, file: str, name: str) -> bool:
     """Whether ``file`` (in ``package``) may not import ``name``."""
     top = _top(name)
-    if top not in OURS or top == package:
-        if package == "streaming" and file.startswith("streaming/define/"):
-            others = [f"streaming.{p}" for p in STREAMING_SUBPACKAGES if p != "define"]
-            return _under(name, *others)
+    if top not in OURS:
         return False
+    if top == package:
+        inside = package == "streaming" and name != "streaming"
+        return inside and _forbidden_in_streaming(file, name)
     if top in ("tests", "bench"):
         return True
-    allowed = {
-        "quality": (),
-        "streaming": ("quality",),
-        "assets": ("quality", "streaming", "kappa.processes"),
-        "kappa": ("quality", "streaming", "assets.names"),
-        "pipelines": ("quality", "streaming.define"),
-    }[package]
-    return not _under(name, *allowed)
+    return not _under(name, *ALLOWED[package])
 
 
 @pytest.mark.parametrize("package", PRODUCT)
@@ -71,6 +130,13 @@ def test_each_package_imports_only_what_the_layering_allows(package: str) -> Non
     assert wrong == [], "\n".join(wrong)
 
 
+def test_every_part_of_streaming_is_in_a_layer() -> None:
+    parts = {_part(str(p.relative_to(REPO_ROOT))) for p in (REPO_ROOT / "streaming").glob("*")}
+    parts -= {"__pycache__", "worker_python"}
+    for part in parts:
+        _rank(part)
+
+
 def test_bench_does_not_import_the_tests() -> None:
     wrong = [f"{f}:{line} imports {n}" for f, line, n in _imports("bench") if _top(n) == "tests"]
     assert wrong == [], "\n".join(wrong)
@@ -79,7 +145,15 @@ def test_bench_does_not_import_the_tests() -> None:
 def test_the_rule_catches_a_forbidden_import() -> None:
     assert _forbidden("streaming", "streaming/run/job.py", "kappa.cli")
     assert _forbidden("assets", "assets/tables.py", "kappa.cli_versions")
+    assert _forbidden("assets", "assets/launcher.py", "kappa.processes")
+    assert _forbidden("kappa", "kappa/deployments.py", "assets.names")
     assert _forbidden("quality", "quality/compare.py", "streaming.settings")
-    assert _forbidden("streaming", "streaming/define/pipeline.py", "streaming.kafka.log")
     assert _forbidden("pipelines", "pipelines/customers.py", "streaming.run.runner")
-    assert not _forbidden("kappa", "kappa/deployments.py", "assets.names")
+    assert _forbidden("streaming", "streaming/define/pipeline.py", "streaming.kafka.log")
+    assert _forbidden("streaming", "streaming/versions/retire.py", "streaming.run.lock")
+    assert _forbidden("streaming", "streaming/deployment/record.py", "streaming.versions.state")
+    assert _forbidden("streaming", "streaming/settings.py", "streaming.define.names")
+    assert _forbidden("streaming", "streaming/run/job.py", "streaming.table_quality")
+    assert not _forbidden("streaming", "streaming/run/job.py", "streaming.versions.live_pointer")
+    assert not _forbidden("streaming", "streaming/versions/retire.py", "streaming.deployment")
+    assert not _forbidden("streaming", "streaming/operators/batch.py", "streaming.state")

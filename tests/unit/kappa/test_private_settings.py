@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from kappa.testing.settings import SHORT_LIVED_JIT, private_settings
-from streaming.run.spark_session import JAVA_OPTIONS, session_conf
 from streaming.settings import load_settings
+from streaming.spark.session import JAVA_OPTIONS, session_conf
 
 
 def test_a_child_process_started_from_test_settings_caps_its_jit(tmp_path: Path):

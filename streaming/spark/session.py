@@ -34,12 +34,12 @@ WORKER_WRAPPER = Path(__file__).with_name("worker_python.sh")
 def session_conf(settings: Settings, app_name: str = "kappa", archive: bool = True) -> dict:
     """Every setting of a platform session, master and application name included (the form
     ``dagster_pyspark``'s resources take). With ``archive``, a new driver JVM maps the class
-    archive of ``streaming.run.jvm_archive`` if one was built."""
+    archive of ``streaming.spark.jvm_archive`` if one was built."""
     spark = settings.spark
     conf = {"spark.master": spark.master, "spark.app.name": app_name, "spark.log.level": "ERROR"}
     conf.update({**spark.conf, **REQUIRED_CONF})
     if archive:
-        from streaming.run.jvm_archive import java_options
+        from streaming.spark.jvm_archive import java_options
 
         options = java_options(spark, settings.cache_dir)
         extra = " ".join(filter(None, [conf.get(JAVA_OPTIONS, ""), options]))

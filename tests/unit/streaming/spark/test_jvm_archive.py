@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from streaming.run import jvm_archive
 from streaming.settings import SparkSettings, load_settings
+from streaming.spark import jvm_archive
 
 
 def test_no_archive_no_options(tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The interpreter Spark starts for its Python processes in local mode (see spark_session.py).
+# The interpreter Spark starts for its Python processes in local mode (see session.py).
 #
 # Spark puts its zipped copy of pyspark (SPARK_HOME/python/lib/pyspark.zip) first on their
 # PYTHONPATH. Python cannot cache bytecode compiled from a zip, so each of these processes

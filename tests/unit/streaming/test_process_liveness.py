@@ -10,7 +10,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from kappa.processes import pid_alive
+from streaming.processes import pid_alive
 from streaming.wait import wait_until
 
 # The main thread ends with pthread_exit (ctypes releases the GIL for the call) while another

@@ -6,7 +6,7 @@ map that archive at its next start (``-XX:SharedArchiveFile``). Measured on the 
 the README: session start 6.3-8.9 s without, 4.0-4.4 s with; the first job 2.9-4.5 s without,
 1.7-2.0 s with.
 
-``python -m streaming.run.jvm_archive`` builds the archive once per Java and Spark installation
+``python -m streaming.spark.jvm_archive`` builds the archive once per Java and Spark installation
 (the bootstrap runs it); :func:`java_options` adds it to the driver's options when it exists. An
 archive that does not fit this JVM or class path costs nothing but the time: the JVM checks it
 and starts without it.
@@ -63,7 +63,7 @@ def build(settings: Settings, timeout_s: float = 600.0) -> Path | None:
     partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
     started = time.monotonic()
     subprocess.run(
-        [sys.executable, "-m", "streaming.run.jvm_archive", "--dump-to", str(partial)],
+        [sys.executable, "-m", "streaming.spark.jvm_archive", "--dump-to", str(partial)],
         check=True,
         timeout=timeout_s,
         stdout=subprocess.DEVNULL,
@@ -81,7 +81,7 @@ def _dump(settings: Settings, target: Path) -> None:
     """Run what a pipeline's driver runs, then stop the JVM so it writes the archive."""
     from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
-    from streaming.run.spark_session import build_spark_session
+    from streaming.spark.session import build_spark_session
 
     class WarmUpReader(DataSourceStreamReader):
         def initialOffset(self) -> dict:
@@ -139,7 +139,7 @@ def _dump(settings: Settings, target: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m streaming.run.jvm_archive", description=__doc__
+        prog="python -m streaming.spark.jvm_archive", description=__doc__
     )
     parser.add_argument("--if-missing", action="store_true", help="only if there is none yet")
     parser.add_argument("--dump-to", type=Path, help=argparse.SUPPRESS)

@@ -1,6 +1,7 @@
 """The names Dagster knows the platform by: asset key paths, job and op names, run tags.
 
-Plain strings and no Dagster import, so the operator tools (``kappa``) can use them too.
+Plain strings and no Dagster import: ``assets`` declares the Dagster objects by these names and
+``kappa`` asks Dagster about them over GraphQL, and neither imports the other.
 """
 
 from __future__ import annotations
