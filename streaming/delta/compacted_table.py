@@ -23,11 +23,17 @@ kinds the changes are full rows (the table's columns) plus ``_delete``, and eith
 
 :meth:`CompactedTable.commit_shares` is the same commit for changes whose data files were
 written elsewhere (``ShareWriter.write`` on the executors).
+
+After each commit the table's upkeep runs: the deletion-vector table's background maintenance
+(``streaming.delta.maintenance``), then the ``upkeep`` steps its owner gives, with the batch id
+just committed (the deployment's state store collects its garbage so). A failed step is logged
+and tried again after the next commit; the commit stands.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import logging
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +49,11 @@ from streaming.delta.dv_table import DvTable
 from streaming.delta.maintenance import Maintenance, MaintenancePolicy
 from streaming.delta.merge_table import MergeTable
 from streaming.delta.table_store import TableLocation
+
+log = logging.getLogger(__name__)
+
+# A step of the table's upkeep: given the batch just committed; cheap (between two batches).
+UpkeepStep = Callable[[int], object]
 
 
 @dataclass(frozen=True)
@@ -63,8 +74,10 @@ class CompactedTable:
         kind: TableKind,
         app_id: str,
         policy: MaintenancePolicy | None = None,
+        upkeep: Sequence[UpkeepStep] = (),
     ) -> None:
         self.location = TableLocation.of(where)
+        self.upkeep = tuple(upkeep)
         self.schema = schema
         self.kind = kind
         self.app_id = app_id
@@ -135,6 +148,8 @@ class CompactedTable:
         assert self._merge is not None
         info = commit_info(batch_id, end_offsets, deployment, fingerprint)
         skipped, version = self._merge.apply(self.kind.reduce(changes), batch_id, info)
+        if not skipped:
+            self._after_commit(batch_id)
         return CommitResult(batch_id, skipped, version, changes.num_rows)
 
     def commit_shares(
@@ -152,8 +167,18 @@ class CompactedTable:
         done = self._dv.commit(shares, batch_id, info)
         if not done.skipped:
             self.maintenance.after_commit()
+            self._after_commit(batch_id)
         rows = pc.sum(pc.list_value_length(shares["keys"])).as_py() or 0
         return CommitResult(batch_id, done.skipped, done.table_version, rows)
+
+    def _after_commit(self, batch_id: int) -> None:
+        for step in self.upkeep:
+            try:
+                step(batch_id)
+            except Exception as exc:
+                log.warning(
+                    "table %s: upkeep after batch %s failed: %s", self.location, batch_id, exc
+                )
 
     def close(self) -> None:
         """Stop background maintenance (waits for the step in flight)."""

@@ -60,14 +60,20 @@ class BatchWriter:
     ) -> None:
         self.pipeline = pipeline
         self.deployment = deployment
-        self.table = CompactedTable(
-            deployment.table_path, pipeline.table_schema, pipeline.table, deployment.app_id
-        )
-        self.dead_letters = DeadLetters(deployment.dead_letter_path, deployment.app_id)
-        self.change_schema = pipeline.table.change_schema(pipeline.table_schema)
         stateful = pipeline.plan is not None
         self.splitter = None if stateful else BatchSplitter(pipeline)
         self.planned = PlannedBatch(pipeline, deployment) if stateful else None
+        # Once a batch is in the table, the state files no restart can need go.
+        upkeep = [self.planned.store.collect_garbage] if self.planned is not None else []
+        self.table = CompactedTable(
+            deployment.table_path,
+            pipeline.table_schema,
+            pipeline.table,
+            deployment.app_id,
+            upkeep=upkeep,
+        )
+        self.dead_letters = DeadLetters(deployment.dead_letter_path, deployment.app_id)
+        self.change_schema = pipeline.table.change_schema(pipeline.table_schema)
         self.publisher = publisher
         self.results: deque[BatchResult] = deque(maxlen=RECENT_RESULTS)
         self.totals = BatchTotals()

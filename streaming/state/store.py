@@ -6,7 +6,15 @@ after ``B`` is the newest snapshot at or before ``B`` plus the changelogs that c
 ``B``. Files of later batches belong to a batch whose output never committed: ``load`` ignores
 them and the next ``write`` removes them, since that batch will be recomputed. Writing costs the
 size of the batch's changes; a snapshot is taken once the changelogs since the last one outweigh
-it, so its cost is spread over at least as many bytes of changes.
+it (at least ``min_snapshot_bytes``), so its cost is spread over at least as many bytes of
+changes, or once they number ``max_changelogs``, so a load replays at most that many.
+
+Once the table has committed a batch, :meth:`StateStore.collect_garbage` deletes the snapshots
+and changelogs no load can need any more (the deployment's table upkeep runs it after each
+commit). The directory then holds at most two snapshots and ``max_changelogs`` changelogs, plus,
+after a crash, the files of the batch that did not commit until it is redone: in bytes, at most
+about twice the state's size plus ``max(min_snapshot_bytes, snapshot_ratio x the state's size)``
+plus one batch's changes.
 """
 
 from __future__ import annotations
@@ -50,6 +58,7 @@ class StateStore:
         *,
         snapshot_ratio: float = 1.0,
         min_snapshot_bytes: int = 8 << 20,
+        max_changelogs: int = 100,
         compression: str | None = "lz4",
     ) -> None:
         if isinstance(location, (str, Path)):
@@ -57,12 +66,15 @@ class StateStore:
         self.directory: StateDirectory = location
         self.snapshot_ratio = snapshot_ratio
         self.min_snapshot_bytes = min_snapshot_bytes
+        self.max_changelogs = max_changelogs
         self.compression = compression
         self._loaded = False
         self._head: int | None = None
         self._discarded = False
-        self._since_snapshot = 0
+        self._since_snapshot = 0  # bytes of the changelogs since the last snapshot
+        self._changelogs = 0  # how many there are
         self._snapshot_bytes = 0
+        self._garbage = True  # whether a snapshot may have made files unneeded
 
     @property
     def head(self) -> int | None:
@@ -86,6 +98,7 @@ class StateStore:
         self._discarded = False
         self._head = as_of_batch
         self._since_snapshot = 0
+        self._changelogs = 0
         self._snapshot_bytes = 0
         if as_of_batch is None:
             return {}
@@ -110,6 +123,7 @@ class StateStore:
                 raise StateStoreError(msg)
             data = self.directory.read(name)
             self._since_snapshot += len(data)
+            self._changelogs += 1
             bundle = decode(data)
             chain.append(bundle)
             current = bundle.header["after"]
@@ -152,8 +166,9 @@ class StateStore:
         self.directory.write(_file("changelog", batch_id), data)
         self._head = batch_id
         self._since_snapshot += len(data)
+        self._changelogs += 1
         threshold = max(self.min_snapshot_bytes, self.snapshot_ratio * self._snapshot_bytes)
-        if self._since_snapshot >= threshold:
+        if self._since_snapshot >= threshold or self._changelogs >= self.max_changelogs:
             self.snapshot(state)
 
     def snapshot(self, state: State) -> None:
@@ -165,10 +180,19 @@ class StateStore:
         self.directory.write(_file("snapshot", self._head), data)
         self._snapshot_bytes = len(data)
         self._since_snapshot = 0
+        self._changelogs = 0
+        self._garbage = True
 
     def collect_garbage(self, committed_batch: int) -> int:
-        """Delete files no load at or after ``committed_batch`` needs; returns how many."""
+        """Delete files no load at or after ``committed_batch`` needs; returns how many.
+
+        Cheap when this store wrote no snapshot since it last looked: it does not list the
+        directory then.
+        """
+        if not self._garbage:
+            return 0
         files = self._files()
+        self._garbage = any(b > committed_batch for b in files["snapshot"])
         snapshots = [b for b in files["snapshot"] if b <= committed_batch]
         if not snapshots:
             return 0

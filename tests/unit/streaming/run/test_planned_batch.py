@@ -11,6 +11,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from pipelines.transactions_enriched import PIPELINE
+from streaming.delta.table_reader import read_arrow
 from streaming.deployment import Deployment
 from streaming.run.planned_batch import PlannedBatch
 
@@ -155,3 +156,44 @@ def test_the_writer_commits_each_batch_once_with_late_records_dead_lettered(
     dead = DeadLetters(deployment.dead_letter_path, deployment.app_id).read().to_pylist()
     assert [(r["offset"], r["error"], r["batch_id"]) for r in dead] == [(2, "late", 2)]
     assert writer.results[-1].skipped
+
+
+# The bound the README states for a running deployment's state directory: two snapshots and the
+# changelogs of at most 100 batches (a snapshot every 100 batches at the latest).
+MAX_SNAPSHOTS = 2
+MAX_CHANGELOGS = 100
+
+
+def test_the_state_directory_stays_bounded_over_many_batches(tmp_path: Path) -> None:
+    from streaming.run.micro_batch import BatchWriter
+
+    deployment = Deployment(PIPELINE.name, "v1", tmp_path)
+    log = deployment.checkpoint_path / "offsets"
+    log.mkdir(parents=True)
+    writer = BatchWriter(PIPELINE, deployment)
+    most: dict[str, int] = {"snapshot": 0, "changelog": 0}
+    batches = 2 * MAX_CHANGELOGS + 10  # two snapshots and more, so garbage to collect
+    for batch_id in range(batches):
+        # Each batch changes the state: a customer moves, and one of its transactions arrives.
+        country = ("DE", "FR", "NL")[batch_id % 3]
+        rows = [_customer(batch_id, T0 + 10 * batch_id, country)]
+        rows.append(_txn(batch_id, T0 + 10 * batch_id + 5, f"t{batch_id}", country))
+        ends = _ends(batch_id + 1, batch_id + 1)
+        (log / str(batch_id)).write_text(f'v1\n{{"batchWatermarkMs":0}}\n{json.dumps(ends)}\n')
+        writer(_Collected(_raw(rows)), batch_id)  # type: ignore[arg-type]
+        kinds = [p.name.split("-")[0] for p in deployment.state_path.iterdir()]
+        for kind in most:
+            most[kind] = max(most[kind], kinds.count(kind))
+    writer.close()
+    assert most["snapshot"] <= MAX_SNAPSHOTS and most["changelog"] <= MAX_CHANGELOGS, most
+
+    # What is left is enough to go on: a restarted deployment loads the state of the last batch.
+    again = BatchWriter(PIPELINE, deployment)
+    ends = _ends(batches, batches + 1)
+    (log / str(batches)).write_text(f'v1\n{{"batchWatermarkMs":0}}\n{json.dumps(ends)}\n')
+    last = _txn(batches, T0 + 10 * batches, "t-after", "?")
+    again(_Collected(_raw([last])), batches)  # type: ignore[arg-type]
+    rows = {r["txn_id"]: r for r in read_arrow(deployment.table_path).to_pylist()}
+    assert len(rows) == batches + 1
+    # as of the customer's move in the batch before
+    assert rows["t-after"]["customer_country"] == ("DE", "FR", "NL")[(batches - 1) % 3]
