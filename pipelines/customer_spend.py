@@ -8,7 +8,8 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from quality.rules import Between, NotInFuture, SumNonNegative, TableSpec
+from pipelines.topics import TRANSACTIONS
+from quality.rules import Between, NotInFuture, SumNonNegative
 from streaming.define import Accumulate, Pipeline
 
 VERSION = "v1"
@@ -32,32 +33,10 @@ def transform(records: DataFrame) -> DataFrame:
     )
 
 
-QUALITY = TableSpec(
-    name="customer_spend",
-    key="customer_id",
-    schema={
-        "customer_id": "string",
-        "txn_count": "bigint",
-        "total_amount": "decimal(18,2)",
-        "last_txn_ts": "bigint",
-    },
-    rules=(
-        Between("txn_count", min_value=1),
-        SumNonNegative("total_amount"),
-        NotInFuture("last_txn_ts", tolerance_ms=5 * 60 * 1000),
-    ),
-)
-
 PIPELINE = Pipeline(
     name="customer_spend",
     version=VERSION,
-    topics=("transactions",),
-    value_schema=(
-        "txn_id string, customer_id string, amount decimal(18,2), currency string, "
-        "country string, ts bigint"
-    ),
-    required=("txn_id", "customer_id", "amount", "ts"),
-    accepts_tombstones=False,
+    topics=(TRANSACTIONS,),
     transform=transform,
     table=Accumulate(
         key="customer_id",
@@ -69,5 +48,9 @@ PIPELINE = Pipeline(
     ),
     table_schema=TABLE_SCHEMA,
     description="Running transaction count, total amount and last transaction time per customer.",
-    quality=QUALITY,
+    quality=(
+        Between("txn_count", min_value=1),
+        SumNonNegative("total_amount"),
+        NotInFuture("last_txn_ts", tolerance_ms=5 * 60 * 1000),
+    ),
 )

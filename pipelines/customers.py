@@ -9,23 +9,16 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from pipelines.topics import CUSTOMERS
 from quality.reference import ISO_3166_ALPHA2
-from quality.rules import InSet, MatchesRegex, NotInFuture, NotNull, TableSpec
+from quality.rules import InSet, MatchesRegex, NotInFuture, NotNull
 from streaming.define import LatestPerKey, Pipeline
 
 VERSION = "v1"
 
-TABLE_SCHEMA = pa.schema(
-    [
-        ("customer_id", pa.string()),
-        ("name", pa.string()),
-        ("email", pa.string()),
-        ("country", pa.string()),
-        ("updated_at", pa.int64()),
-        ("partition", pa.int32()),
-        ("offset", pa.int64()),
-    ]
-)
+# The topic's columns (the key from the Kafka key), then where each row's record was read.
+TABLE_SCHEMA = CUSTOMERS.schema().append(pa.field("partition", pa.int32()))
+TABLE_SCHEMA = TABLE_SCHEMA.append(pa.field("offset", pa.int64()))
 
 
 def transform(records: DataFrame) -> DataFrame:
@@ -44,36 +37,18 @@ def transform(records: DataFrame) -> DataFrame:
     )
 
 
-QUALITY = TableSpec(
+PIPELINE = Pipeline(
     name="customers",
-    key="customer_id",
-    schema={
-        "customer_id": "string",
-        "name": "string",
-        "email": "string",
-        "country": "string",
-        "updated_at": "bigint",
-        "partition": "int",
-        "offset": "bigint",
-    },
-    rules=(
+    version=VERSION,
+    topics=(CUSTOMERS,),
+    transform=transform,
+    table=LatestPerKey(key="customer_id", position=("partition", "offset")),
+    table_schema=TABLE_SCHEMA,
+    description="Latest profile per customer from the `customers` changelog (tombstones delete).",
+    quality=(
         NotNull("name"),
         InSet("country", tuple(sorted(ISO_3166_ALPHA2))),
         MatchesRegex("email", r"^[^@\s]+@[^@\s]+\.[A-Za-z]{2,}$"),
         NotInFuture("updated_at", tolerance_ms=5 * 60 * 1000),
     ),
-)
-
-PIPELINE = Pipeline(
-    name="customers",
-    version=VERSION,
-    topics=("customers",),
-    value_schema="customer_id string, name string, email string, country string, updated_at bigint",
-    required=("customer_id", "name", "email", "country", "updated_at"),
-    accepts_tombstones=True,
-    transform=transform,
-    table=LatestPerKey(key="customer_id", position=("partition", "offset")),
-    table_schema=TABLE_SCHEMA,
-    description="Latest profile per customer from the `customers` changelog (tombstones delete).",
-    quality=QUALITY,
 )

@@ -9,7 +9,6 @@ from typing import Any
 
 from streaming.define.pipeline import Pipeline
 from streaming.deployment import Deployment
-from streaming.errors import DefineError
 from streaming.settings import Settings
 from streaming.spark.session import SparkProvider, session_provider
 from streaming.versions.live_pointer import serving_deployment
@@ -23,16 +22,10 @@ def run_table_suite(
 ) -> tuple[Deployment, Any]:
     """Validate the snapshot readers see now (``version``, else the live one); returns
     (deployment, quality.TableValidation). ``spark``: the session to use (default: the
-    platform's, built from the settings). Raises DefineError when the pipeline has no spec."""
+    platform's, built from the settings)."""
     from quality import save_result, validate_table
     from streaming.delta.table_reader import open_table, read_spark
 
-    if pipeline.quality_spec is None:
-        msg = (
-            f"pipeline {pipeline.name} declares no quality spec; add quality=TableSpec(...) "
-            "(quality.rules) to its module"
-        )
-        raise DefineError(msg)
     deployment = serving_deployment(settings.home, pipeline.name, pipeline.version, version)
     open_table(deployment.table_path)  # a missing table is a clear error before Spark starts
     session = (spark or session_provider(settings))()

@@ -79,11 +79,10 @@ def quality_check(key: AssetKey, pipeline: Pipeline) -> AssetChecksDefinition:
 
 
 def quality_checks(pipelines: Mapping[str, Pipeline]) -> dict[str, AssetChecksDefinition]:
-    """The suite of every pipeline that declares a quality spec, by pipeline name."""
+    """The suite of every pipeline, by pipeline name."""
     return {
         name: quality_check(AssetKey(table_key_path(name)), pipeline)
         for name, pipeline in pipelines.items()
-        if pipeline.quality_spec
     }
 
 

@@ -51,9 +51,7 @@ def suites_due(settings: Settings, now: float, launched: Mapping[str, float]) ->
     """
     every_s = settings.quality.every_s
     due = []
-    for name, pipeline in sorted(registry(settings.pipelines).items()):
-        if not pipeline.quality_spec:
-            continue
+    for name in sorted(registry(settings.pipelines)):
         for version in deployed_versions(settings.home, name):
             deployment = Deployment(name, version, settings.home)
             holder = deployment.lock.holder()

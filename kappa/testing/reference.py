@@ -14,7 +14,9 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
-CUSTOMER_FIELDS = {"customer_id": str, "name": str, "email": str, "country": str, "updated_at": int}
+# A customer's value fields and their types: the required ones, and customer_id, which may be
+# left out (the Kafka key is the customer's id).
+CUSTOMER_FIELDS = {"name": str, "email": str, "country": str, "updated_at": int}
 
 
 @dataclass(frozen=True)
@@ -121,6 +123,11 @@ def _valid_key(record: Record) -> str | None:
         return None
 
 
+def _optional_string(obj: dict[str, Any], field: str) -> bool:
+    """Whether ``field`` is absent, null or a string."""
+    return obj.get(field) is None or isinstance(obj[field], str)
+
+
 def customers_state(records: Iterable[Record]) -> dict[str, dict[str, Any]]:
     """KTable semantics: per key, the valid record with the highest (partition, offset) wins."""
     latest: dict[str, tuple[tuple[int, int], dict[str, Any] | None]] = {}
@@ -132,9 +139,13 @@ def customers_state(records: Iterable[Record]) -> dict[str, dict[str, Any]]:
             row = None
         else:
             obj = _json_object(r.value)
-            if obj is None or not all(
-                isinstance(obj.get(f), t) and not isinstance(obj.get(f), bool)
-                for f, t in CUSTOMER_FIELDS.items()
+            if (
+                obj is None
+                or not _optional_string(obj, "customer_id")
+                or not all(
+                    isinstance(obj.get(f), t) and not isinstance(obj.get(f), bool)
+                    for f, t in CUSTOMER_FIELDS.items()
+                )
             ):
                 continue
             row = {f: obj[f] for f in CUSTOMER_FIELDS} | {
@@ -159,7 +170,7 @@ def spend_state(records: Iterable[Record]) -> dict[str, dict[str, Any]]:
         if obj is None:
             continue
         amount, ts = obj.get("amount"), obj.get("ts")
-        if not isinstance(obj.get("txn_id"), str) or not isinstance(obj.get("customer_id"), str):
+        if not isinstance(obj.get("txn_id"), str) or not _optional_string(obj, "customer_id"):
             continue
         if not isinstance(amount, (int, Decimal)) or isinstance(amount, bool):
             continue

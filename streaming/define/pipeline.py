@@ -2,16 +2,21 @@
 
 A pipeline module declares one :class:`Pipeline` next to its code, in one of two forms:
 
-- a per-batch ``transform``: the platform decodes raw Kafka records of one topic schema
-  (dead-lettering what does not parse), hands the good ones to ``transform`` once per
+- a per-batch ``transform``: the platform decodes raw Kafka records of the topics it reads
+  (declared once as :class:`Topic`: value schema, required fields, what a null value means),
+  dead-lettering what does not parse, hands the good ones to ``transform`` once per
   micro-batch, and merges the result into the compacted table as ``table`` says;
 - a stateful ``plan`` (``streaming.define.plan``): topics, value schemas, the table kind and the
   table schema all derive from the plan, and the platform runs its operator with durable state.
+
+Either way the table's columns are declared once (``table_schema``, or the plan's), and its
+quality spec (key, exact schema) derives from them: a pipeline gives only its domain rules.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -39,11 +44,15 @@ class Pipeline:
     Attributes:
         name: the pipeline and table name (lower-case identifier).
         version: the version of the transform's logic; bump it when the output changes.
-        topics: the Kafka topics it reads.
+        topics: the Kafka topics it reads, as their :class:`Topic` declarations (a transform's
+            topics share one value schema); read back as names.
         value_schema: DDL of the JSON value's fields (``streaming.define.value_schema``); a
-            record whose fields do not have exactly these types is dead-lettered.
-        required: value fields that must be present and non-null, else the record is dead-lettered.
-        accepts_tombstones: whether a null value is meaningful (a delete) or a bad record.
+            record whose fields do not have exactly these types is dead-lettered. Taken from
+            the topics when they are declarations.
+        required: value fields that must be present and non-null, else the record is
+            dead-lettered (from the topics, likewise).
+        accepts_tombstones: whether a null value is meaningful (a delete) or a bad record (from
+            the topics' ``tombstones``, likewise).
         transform: decoded records of one micro-batch -> rows for the table (see TableKind).
         table: how rows merge into the table.
         table_schema: the table's Arrow schema (its key first).
@@ -52,9 +61,8 @@ class Pipeline:
         publish: a topic the live version publishes the table's changes to (a compacted
             changelog: key, row as JSON, null on delete); read it with :meth:`output_topic`.
         settings: anything else that shapes the output; part of the fingerprint.
-        quality: for a ``transform``, the table's quality spec (``quality.rules.TableSpec``), if
-            declared; for a ``plan``, only the domain rules (e.g. ``(Between("n", 1),)``): the
-            spec's key and schema derive from the plan. Read the result as ``quality_spec``.
+        quality: the table's domain rules (e.g. ``(Between("n", 1),)``); the quality spec's key
+            and schema derive from the table. Read the result as ``quality_spec``.
         comparison: thresholds and expected changes for comparing a new version with the live
             one (``quality.rules.ComparisonPolicy``); the defaults when None.
         promotion: ``"auto"``: a candidate that caught up and passed every blocking comparison
@@ -63,7 +71,7 @@ class Pipeline:
 
     name: str
     version: str
-    topics: tuple[str, ...] = ()
+    topics: tuple[str | Topic, ...] = ()  # read back as the topics' names
     value_schema: str = ""
     required: tuple[str, ...] = ()
     accepts_tombstones: bool = False
@@ -77,7 +85,7 @@ class Pipeline:
     quality: Any = None
     comparison: Any = None
     promotion: Literal["manual", "auto"] = "manual"
-    # The table's quality spec (``quality.rules.TableSpec``): declared, or derived from the plan.
+    # The table's quality spec (``quality.rules.TableSpec``): its key and schema and the rules.
     quality_spec: Any = field(init=False, repr=False, compare=False, default=None)
     # The modules it runs when they are not the ones on disk now (a deployment's pinned code).
     code: PipelineCode | None = field(init=False, repr=False, compare=False, default=None)
@@ -90,6 +98,8 @@ class Pipeline:
         elif self.transform is None:
             msg = f"pipeline {self.name}: give either a transform or a plan"
             raise DefineError(msg)
+        else:
+            self._from_topics()
         if not isinstance(self.table, TableKind):
             msg = f"pipeline {self.name}: table must be a table kind (LatestPerKey, Accumulate)"
             raise DefineError(msg)
@@ -118,8 +128,7 @@ class Pipeline:
                 check_required(parse_value_schema(self.value_schema), self.required)
         except ValueError as exc:
             raise DefineError(f"pipeline {self.name}: {exc}") from exc
-        spec = self._plan_quality(self.plan) if self.plan is not None else self.quality
-        object.__setattr__(self, "quality_spec", spec)
+        object.__setattr__(self, "quality_spec", self._quality_spec())
         if self.promotion not in ("manual", "auto"):
             msg = f"pipeline {self.name}: promotion must be 'manual' or 'auto', not "
             msg += repr(self.promotion)
@@ -136,24 +145,64 @@ class Pipeline:
         object.__setattr__(self, "table", ChangeRows(key=plan.key[0], also=plan.key[1:]))
         object.__setattr__(self, "table_schema", plan.table_schema())
 
-    def _plan_quality(self, plan: Plan) -> Any:
-        """The quality spec of a plan's table: its key and schema, and the declared rules."""
+    def _from_topics(self) -> None:
+        """A transform whose topics are declarations decodes their value schema."""
+        declared = [t for t in self.topics if isinstance(t, Topic)]
+        if not declared:
+            return
+        if len(declared) != len(self.topics):
+            msg = f"pipeline {self.name}: give its topics as Topic declarations or as names"
+            raise DefineError(msg)
+        shapes = {(t.value_schema, t.required, t.tombstones) for t in declared}
+        if len(shapes) > 1:
+            msg = (
+                f"pipeline {self.name}: a transform decodes one value schema; its topics declare "
+                "different ones (or other required fields or tombstones): read them with a plan"
+            )
+            raise DefineError(msg)
+        if self.value_schema or self.required or self.accepts_tombstones:
+            msg = (
+                f"pipeline {self.name}: its topics declare the value schema, the required fields "
+                "and what a null value means; leave value_schema, required and "
+                "accepts_tombstones out"
+            )
+            raise DefineError(msg)
+        first = declared[0]
+        object.__setattr__(self, "topics", tuple(t.name for t in declared))
+        object.__setattr__(self, "value_schema", first.value_schema)
+        object.__setattr__(self, "required", first.required)
+        object.__setattr__(self, "accepts_tombstones", first.changelog)
+
+    def _quality_spec(self) -> Any:
+        """The table's quality spec: its key and schema, and the declared rules."""
         from quality.errors import SpecError
         from quality.rules import Rule, TableSpec
 
         if isinstance(self.quality, TableSpec):
-            msg = (
-                f"pipeline {self.name}: a plan's table schema derives from its topics, and so "
-                "does its quality spec; give only the rules, e.g. "
-                "quality=(Between('txn_count', min_value=1),)"
+            if self.plan is not None:
+                msg = (
+                    f"pipeline {self.name}: a plan's table schema derives from its topics, and so "
+                    "does its quality spec; give only the rules, e.g. "
+                    "quality=(Between('txn_count', min_value=1),)"
+                )
+                raise DefineError(msg)
+            warnings.warn(
+                f"pipeline {self.name}: a whole TableSpec declares the table's key and columns a "
+                "second time; give only its rules (quality=(NotNull('name'), ...)), the key and "
+                "schema derive from the table",
+                DeprecationWarning,
+                stacklevel=4,
             )
-            raise DefineError(msg)
+            return self.quality
         rules = (self.quality,) if isinstance(self.quality, Rule) else tuple(self.quality or ())
-        columns = {f.name: f.type_name for f in parse_value_schema(ddl_of(self.table_schema))}
-        key = plan.key[0] if len(plan.key) == 1 else plan.key
+        keys = self.table.keys
         try:
-            return TableSpec(name=self.name, key=key, schema=columns, rules=rules)
-        except SpecError as exc:
+            ddl = ddl_of(self.table_schema)
+            columns = {f.name: f.type_name for f in parse_value_schema(ddl)}
+            return TableSpec(
+                name=self.name, key=keys[0] if len(keys) == 1 else keys, schema=columns, rules=rules
+            )
+        except (SpecError, ValueError) as exc:
             raise DefineError(f"pipeline {self.name}: {exc}") from exc
 
     def output_topic(self) -> Topic:

@@ -1,10 +1,11 @@
 """The shape of a pipeline's JSON values: a small Spark DDL (``"id string, amount decimal(18,2)"``).
 
 Parsed without Spark, so a bad schema fails when the pipeline is defined, with a message that
-says what to fix, and the executors can build the Arrow type they decode into. Only flat fields of
-the types below are supported: they are what the bulk JSON decoder
-(``streaming.kafka.value_decoder``) checks exactly. Anything richer can be declared as a string
-and parsed in ``transform``.
+says what to fix, and the executors can build the Arrow type they decode into. Type names and
+their aliases are Spark's, spelled as ``quality.spark_types`` knows them (one list for the
+platform). Only flat fields of the types below are supported: they are what the bulk JSON
+decoder (``streaming.kafka.value_decoder``) checks exactly. Anything richer can be declared as a
+string and parsed in ``transform``.
 """
 
 from __future__ import annotations
@@ -14,23 +15,24 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-_SIMPLE: dict[str, pa.DataType] = {
+from quality.errors import SpecError
+from quality.spark_types import normalize_type
+
+# The Arrow type the decoder builds for each supported type, by Spark's own spelling.
+_ARROW: dict[str, pa.DataType] = {
     "string": pa.string(),
     "bigint": pa.int64(),
-    "long": pa.int64(),
     "int": pa.int32(),
-    "integer": pa.int32(),
     "smallint": pa.int16(),
-    "short": pa.int16(),
     "tinyint": pa.int8(),
-    "byte": pa.int8(),
     "double": pa.float64(),
     "float": pa.float32(),
     "boolean": pa.bool_(),
 }
-_DECIMAL = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)$")
+_SPELLING = {arrow: name for name, arrow in _ARROW.items()}
+_DECIMAL = re.compile(r"^decimal\((\d+),(\d+)\)$")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-SUPPORTED = ", ".join([*_SIMPLE, "decimal(p,s)"])
+SUPPORTED = ", ".join([*_ARROW, "decimal(p,s)"])
 
 
 @dataclass(frozen=True)
@@ -48,13 +50,14 @@ def parse_value_schema(ddl: str) -> tuple[ValueField, ...]:
         if len(parts) != 2:
             msg = f"value schema item {item!r} must be '<name> <type>', e.g. 'amount decimal(18,2)'"
             raise ValueError(msg)
-        name, type_name = parts[0].strip("`"), parts[1].strip().lower()
+        name, type_name = parts[0].strip("`"), parts[1].strip()
         if not _NAME.match(name):
             msg = f"value schema field name {name!r} must be a letter or _ then letters, digits, _"
             raise ValueError(msg)
         if any(f.name == name for f in fields):
             raise ValueError(f"value schema declares field {name!r} twice")
-        fields.append(ValueField(name, _normal(type_name), _arrow_type(name, type_name)))
+        spelling, arrow_type = _supported(name, type_name)
+        fields.append(ValueField(name, spelling, arrow_type))
     if not fields:
         raise ValueError("the value schema declares no fields, e.g. 'id string, ts bigint'")
     return tuple(fields)
@@ -80,15 +83,12 @@ def spark_ddl(fields: tuple[ValueField, ...]) -> str:
 
 def ddl_of(schema: pa.Schema) -> str:
     """The value-schema DDL of an Arrow schema of supported types (e.g. a table's)."""
-    names = {pa.string(): "string", pa.int64(): "bigint", pa.int32(): "int", pa.int16(): "smallint"}
-    names |= {pa.int8(): "tinyint", pa.float64(): "double", pa.float32(): "float"}
-    names |= {pa.bool_(): "boolean"}
     items = []
     for field in schema:
         if pa.types.is_decimal(field.type):
             items.append(f"{field.name} decimal({field.type.precision},{field.type.scale})")
-        elif field.type in names:
-            items.append(f"{field.name} {names[field.type]}")
+        elif field.type in _SPELLING:
+            items.append(f"{field.name} {_SPELLING[field.type]}")
         else:
             msg = f"column {field.name!r} has type {field.type}, which a value schema cannot hold"
             raise ValueError(msg)
@@ -109,21 +109,22 @@ def _split_fields(ddl: str) -> list[str]:
     return [item for item in items if item]
 
 
-def _arrow_type(name: str, type_name: str) -> pa.DataType:
-    if type_name in _SIMPLE:
-        return _SIMPLE[type_name]
-    decimal = _DECIMAL.match(type_name)
+def _supported(name: str, type_name: str) -> tuple[str, pa.DataType]:
+    """Spark's spelling of a declared type and the Arrow type the decoder builds for it."""
+    try:
+        spelling = normalize_type(type_name)
+    except SpecError:
+        spelling = type_name.lower()
+    if spelling in _ARROW:
+        return spelling, _ARROW[spelling]
+    decimal = _DECIMAL.match(spelling)
     if decimal:
         precision, scale = int(decimal.group(1)), int(decimal.group(2))
         if 1 <= precision <= 38 and scale <= precision:
-            return pa.decimal128(precision, scale)
+            return spelling, pa.decimal128(precision, scale)
     msg = (
         f"value schema field {name!r} has type {type_name!r}, which the JSON decoder does not "
         f"support; use one of: {SUPPORTED} (declare anything else as string and parse it in "
         "the pipeline's transform)"
     )
     raise ValueError(msg)
-
-
-def _normal(type_name: str) -> str:
-    return re.sub(r"\s+", "", type_name)

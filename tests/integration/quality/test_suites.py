@@ -9,8 +9,8 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines.customer_spend import QUALITY as CUSTOMER_SPEND
-from pipelines.customers import QUALITY as CUSTOMERS
+from pipelines.customer_spend import PIPELINE as CUSTOMER_SPEND_PIPELINE
+from pipelines.customers import PIPELINE as CUSTOMERS_PIPELINE
 from pipelines.spend_hourly import PIPELINE as SPEND_HOURLY
 from quality import (
     NotInFuture,
@@ -25,6 +25,9 @@ from quality import (
 from tests.integration.quality.testdata import N_KEYS, NOW_MS, key_of
 
 pytestmark = pytest.mark.integration
+
+CUSTOMERS = CUSTOMERS_PIPELINE.quality_spec
+CUSTOMER_SPEND = CUSTOMER_SPEND_PIPELINE.quality_spec
 
 NULL_KEY_ROW = 17
 BAD_COUNTRIES = {3: "XX", 4_242: "usa", 9_999: "ZZ"}

@@ -1,20 +1,42 @@
-"""Running a table's suite needs a spec: a pipeline without one is told what to add."""
+"""A table's quality spec derives from its declared columns: a pipeline gives only its rules."""
 
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import pytest
 
-from kappa.testing.settings import private_settings
 from pipelines.customer_spend import PIPELINE as CUSTOMER_SPEND
-from streaming.errors import DefineError
-from streaming.table_quality import run_table_suite
+from pipelines.customers import PIPELINE as CUSTOMERS
+from quality.rules import NotNull, TableSpec
 
 
-def test_a_pipeline_without_a_quality_spec_fails_saying_what_to_add(tmp_path: Path) -> None:
-    bare = dataclasses.replace(CUSTOMER_SPEND, quality=None)
-    assert bare.quality_spec is None
-    with pytest.raises(DefineError, match="declares no quality spec; add quality=TableSpec"):
-        run_table_suite(private_settings(tmp_path), bare)
+def test_the_spec_has_the_tables_key_and_columns_and_the_declared_rules() -> None:
+    spec = CUSTOMERS.quality_spec
+    assert spec.key == "customer_id"
+    assert spec.schema == {
+        "customer_id": "string",
+        "name": "string",
+        "email": "string",
+        "country": "string",
+        "updated_at": "bigint",
+        "partition": "int",
+        "offset": "bigint",
+    }
+    assert spec.rules == CUSTOMERS.quality
+
+
+def test_a_pipeline_without_rules_still_checks_its_key_and_schema() -> None:
+    bare = dataclasses.replace(CUSTOMER_SPEND, quality=None).quality_spec
+    assert bare.key == "customer_id" and bare.rules == ()
+    assert bare.schema["total_amount"] == "decimal(18,2)"
+
+
+def test_a_whole_spec_still_works_and_says_to_give_only_the_rules() -> None:
+    spec = TableSpec("customers", key="customer_id", schema={"customer_id": "string"})
+    with pytest.warns(DeprecationWarning, match="give only its rules"):
+        pipeline = dataclasses.replace(CUSTOMERS, quality=spec)
+    assert pipeline.quality_spec is spec
+    assert dataclasses.replace(CUSTOMERS, quality=NotNull("email")).quality_spec.rules == (
+        NotNull("email"),
+    )
