@@ -11,8 +11,10 @@ bits; declare a decimal or integer column for exact money.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import pyarrow as pa
@@ -21,51 +23,131 @@ import pyarrow.compute as pc
 from streaming.operators.batch import OFFSET, PARTITION, TIME
 from streaming.operators.errors import BatchError, OperatorConfigError
 
+Columns = dict[str, pa.Array | pa.ChunkedArray]
+# A pyarrow hash aggregate over a partial column: (column, function) or (column, function, options).
+Combine = tuple
+
+_ORDER = ("__latest_time", "__latest_partition", "__latest_offset")
+_LAST = pc.ScalarAggregateOptions(skip_nulls=False)
+
+
+class Aggregation(ABC):
+    """One aggregation, as three steps over partial columns named after its output ``name``:
+    :meth:`init` gives each record's partial, :meth:`add` says how the partials of a group add
+    up, :meth:`result` turns a group's partial into the output value."""
+
+    # Whether adding takes the records' (event time, partition, offset) order into account.
+    ordered: ClassVar[bool] = False
+
+    @abstractmethod
+    def init(self, name: str, records: pa.Table) -> Columns:
+        """The partial of each record of ``records``."""
+
+    @abstractmethod
+    def add(self, name: str) -> list[Combine]:
+        """The hash aggregates that add partials up, one per partial column."""
+
+    def result(self, name: str, partials: pa.Table, source: pa.Schema) -> pa.ChunkedArray:
+        """The output of each group, from its partial (``source``: the input's schema)."""
+        return partials.column(name)
+
 
 @dataclass(frozen=True)
-class Count:
+class Count(Aggregation):
     """The number of records."""
 
+    def init(self, name: str, records: pa.Table) -> Columns:
+        return {name: pa.array(np.ones(records.num_rows, dtype=np.int64))}
+
+    def add(self, name: str) -> list[Combine]:
+        return [(name, "sum")]
+
 
 @dataclass(frozen=True)
-class Sum:
+class Sum(Aggregation):
     """The sum of a numeric column's values."""
 
     column: str
 
+    def init(self, name: str, records: pa.Table) -> Columns:
+        values = _column(records, self.column, name)
+        return {name: values.cast(_sum_type(values.type, name))}
+
+    def add(self, name: str) -> list[Combine]:
+        return [(name, "sum")]
+
+    def result(self, name: str, partials: pa.Table, source: pa.Schema) -> pa.ChunkedArray:
+        column = partials.column(name)
+        if not pa.types.is_integer(source.field(self.column).type):
+            return column
+        try:
+            return column.cast(pa.int64())
+        except pa.ArrowInvalid as error:
+            msg = f"aggregation {name!r}: the sum overflows int64 ({error})"
+            raise BatchError(msg) from error
+
 
 @dataclass(frozen=True)
-class Min:
+class Min(Aggregation):
     """The smallest value of a column."""
 
     column: str
 
+    def init(self, name: str, records: pa.Table) -> Columns:
+        return {name: _column(records, self.column, name)}
+
+    def add(self, name: str) -> list[Combine]:
+        return [(name, "min")]
+
 
 @dataclass(frozen=True)
-class Max:
+class Max(Aggregation):
     """The largest value of a column."""
 
     column: str
 
+    def init(self, name: str, records: pa.Table) -> Columns:
+        return {name: _column(records, self.column, name)}
+
+    def add(self, name: str) -> list[Combine]:
+        return [(name, "max")]
+
 
 @dataclass(frozen=True)
-class Mean:
+class Mean(Aggregation):
     """The mean of a numeric column's values, as float64."""
 
     column: str
 
+    def init(self, name: str, records: pa.Table) -> Columns:
+        values = _column(records, self.column, name)
+        return {
+            f"{name}.sum": values.cast(_sum_type(values.type, name)),
+            f"{name}.n": pc.is_valid(values).cast(pa.int64()),
+        }
+
+    def add(self, name: str) -> list[Combine]:
+        return [(f"{name}.sum", "sum"), (f"{name}.n", "sum")]
+
+    def result(self, name: str, partials: pa.Table, source: pa.Schema) -> pa.ChunkedArray:
+        total = partials.column(f"{name}.sum").cast(pa.float64())
+        count = partials.column(f"{name}.n")
+        divisor = pc.if_else(pc.equal(count, 0), None, count.cast(pa.float64()))
+        return pc.divide(total, divisor)
+
 
 @dataclass(frozen=True)
-class Latest:
+class Latest(Aggregation):
     """The column's value in the record with the greatest (event time, partition, offset)."""
 
     column: str
+    ordered: ClassVar[bool] = True
 
+    def init(self, name: str, records: pa.Table) -> Columns:
+        return {name: _column(records, self.column, name)}
 
-Aggregation = Count | Sum | Min | Max | Mean | Latest
-
-_ORDER = ("__latest_time", "__latest_partition", "__latest_offset")
-_LAST = pc.ScalarAggregateOptions(skip_nulls=False)
+    def add(self, name: str) -> list[Combine]:
+        return [(name, "last", _LAST)]
 
 
 def check_aggregations(aggregations: Mapping[str, Aggregation], taken: Sequence[str]) -> None:
@@ -80,52 +162,42 @@ def check_aggregations(aggregations: Mapping[str, Aggregation], taken: Sequence[
         if name in taken:
             msg = f"aggregation output {name!r} clashes with a key or window column"
             raise OperatorConfigError(msg)
-        if not isinstance(aggregation, Count | Sum | Min | Max | Mean | Latest):
+        if not isinstance(aggregation, Aggregation):
             msg = (
                 f"aggregation {name!r}: {aggregation!r} is not Count, Sum, Min, Max, Mean or Latest"
             )
             raise OperatorConfigError(msg)
 
 
-def _sum_type(column: pa.DataType, what: str) -> pa.DataType:
+def _sum_type(column: pa.DataType, name: str) -> pa.DataType:
     if pa.types.is_integer(column):
         return pa.decimal128(38, 0)
     if pa.types.is_decimal(column):
         return pa.decimal128(38, column.scale)
     if pa.types.is_floating(column):
         return pa.float64()
-    msg = f"{what} needs a numeric column, not {column}"
+    msg = f"aggregation {name!r} needs a numeric column, not {column}"
     raise BatchError(msg)
 
 
-def _column(records: pa.Table, name: str, what: str) -> pa.ChunkedArray:
-    if name not in records.column_names:
-        msg = f"{what}: the input has no column {name!r} (columns: {records.column_names})"
+def _column(records: pa.Table, column: str, name: str) -> pa.ChunkedArray:
+    if column not in records.column_names:
+        msg = (
+            f"aggregation {name!r}: the input has no column {column!r} "
+            f"(columns: {records.column_names})"
+        )
         raise BatchError(msg)
-    return records.column(name)
+    return records.column(column)
 
 
 def record_partials(
     records: pa.Table, aggregations: Mapping[str, Aggregation], keep: Sequence[str]
 ) -> pa.Table:
     """One partial row per record: the columns ``keep`` plus each aggregation's partial."""
-    columns: dict[str, pa.ChunkedArray | pa.Array] = {name: records.column(name) for name in keep}
-    n = records.num_rows
-    for name, agg in aggregations.items():
-        what = f"aggregation {name!r}"
-        if isinstance(agg, Count):
-            columns[name] = pa.array(np.ones(n, dtype=np.int64))
-        elif isinstance(agg, Sum | Mean):
-            values = _column(records, agg.column, what)
-            summed = values.cast(_sum_type(values.type, what))
-            if isinstance(agg, Sum):
-                columns[name] = summed
-            else:
-                columns[f"{name}.sum"] = summed
-                columns[f"{name}.n"] = pc.is_valid(values).cast(pa.int64())
-        else:
-            columns[name] = _column(records, agg.column, what)
-    if any(isinstance(agg, Latest) for agg in aggregations.values()):
+    columns: Columns = {name: records.column(name) for name in keep}
+    for name, aggregation in aggregations.items():
+        columns.update(aggregation.init(name, records))
+    if any(aggregation.ordered for aggregation in aggregations.values()):
         columns[_ORDER[0]] = records.column(TIME)
         columns[_ORDER[1]] = records.column(PARTITION)
         columns[_ORDER[2]] = records.column(OFFSET)
@@ -143,39 +215,21 @@ def merge_partials(
     ``extra`` maps further columns to the pyarrow hash aggregate that combines them (e.g.
     ``{"window_end": "max"}``).
     """
-    has_latest = _ORDER[0] in partials.column_names
-    if has_latest:
+    ordered = _ORDER[0] in partials.column_names
+    if ordered:
         partials = partials.sort_by([(name, "ascending") for name in _ORDER])
-    specs: list[tuple] = []
-    names: list[str] = []
-    for name, agg in aggregations.items():
-        if isinstance(agg, Count | Sum):
-            specs.append((name, "sum"))
-            names.append(name)
-        elif isinstance(agg, Min):
-            specs.append((name, "min"))
-            names.append(name)
-        elif isinstance(agg, Max):
-            specs.append((name, "max"))
-            names.append(name)
-        elif isinstance(agg, Mean):
-            specs += [(f"{name}.sum", "sum"), (f"{name}.n", "sum")]
-            names += [f"{name}.sum", f"{name}.n"]
-        else:
-            specs.append((name, "last", _LAST))
-            names.append(name)
-    if has_latest:
+    specs: list[Combine] = []
+    for name, aggregation in aggregations.items():
+        specs += aggregation.add(name)
+    if ordered:
         specs += [(name, "last", _LAST) for name in _ORDER]
-        names += list(_ORDER)
-    for name, function in (extra or {}).items():
-        specs.append((name, function))
-        names.append(name)
+    specs += list((extra or {}).items())
     # One thread: "last" needs the sorted order, and float sums must add up in the same order
     # in every run of the same batches.
     grouped = partials.group_by(list(group), use_threads=False).aggregate(specs)
     result = {name: grouped.column(name) for name in group}
-    for (column, function, *_), name in zip(specs, names, strict=True):
-        result[name] = grouped.column(f"{column}_{function}")
+    for column, function, *_ in specs:
+        result[column] = grouped.column(f"{column}_{function}")
     return pa.table(result)
 
 
@@ -187,22 +241,4 @@ def finals(
     Sums of integer columns come out as int64 (an overflow is an error), of decimal(p, s)
     columns as decimal128(38, s), of floats as float64; means as float64.
     """
-    out: dict[str, pa.ChunkedArray] = {}
-    for name, agg in aggregations.items():
-        if isinstance(agg, Sum):
-            column = partials.column(name)
-            if pa.types.is_integer(source.field(agg.column).type):
-                try:
-                    column = column.cast(pa.int64())
-                except pa.ArrowInvalid as error:
-                    msg = f"aggregation {name!r}: the sum overflows int64 ({error})"
-                    raise BatchError(msg) from error
-            out[name] = column
-        elif isinstance(agg, Mean):
-            total = partials.column(f"{name}.sum").cast(pa.float64())
-            count = partials.column(f"{name}.n")
-            divisor = pc.if_else(pc.equal(count, 0), None, count.cast(pa.float64()))
-            out[name] = pc.divide(total, divisor)
-        else:
-            out[name] = partials.column(name)
-    return out
+    return {name: agg.result(name, partials, source) for name, agg in aggregations.items()}
