@@ -13,6 +13,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from dagster import (
     open_pipes_session,
 )
 
+from assets.checks.health import health_evaluations
 from assets.relay import DeploymentRelay
 from streaming.deployment import Deployment
 from streaming.processes import kill_all
@@ -181,7 +183,8 @@ def _report_state(
     state: str,
     exit_code: int | None = None,
 ) -> None:
-    """Record that the deployment stopped or failed, outside the run (which is ending)."""
+    """Record that the deployment stopped or failed, and its health checks' verdicts on that,
+    outside the run (which is ending)."""
     metadata = {
         **(relay.last_metadata or {}),
         "state": MetadataValue.text(state),
@@ -189,10 +192,14 @@ def _report_state(
     }
     if exit_code is not None:
         metadata["exit_code"] = MetadataValue.int(exit_code)
-    observation = AssetObservation(
-        asset_key=relay.key, partition=relay.deployment.version, metadata=metadata
-    )
+    version = relay.deployment.version
+    observation = AssetObservation(asset_key=relay.key, partition=version, metadata=metadata)
+    last = relay.last
+    lag = last.total_lag if last is not None else 0
+    age = round(max(0.0, time.time() - (last.last_batch_at or last.taken_at)), 1) if last else 0.0
     try:
         context.instance.report_runless_asset_event(observation)
+        for verdict in health_evaluations(context.instance, relay.key, version, state, lag, age):
+            context.instance.report_runless_asset_event(verdict)
     except Exception as exc:  # reporting must never turn a clean stop into a failure
         context.log.warning(f"could not record state {state!r}: {exc!r}")

@@ -10,6 +10,8 @@ Each progress report becomes, on partition ``<version>`` of ``tables/<pipeline>`
 - the ``lag`` and ``freshness`` check evaluations, about the version's latest materialization,
   which therefore complete with every report instead of waiting for the run to end.
 
+The run's first report also carries the settings it deployed with, secrets masked.
+
 A version that does not serve never materializes, so a comparison verdict on its partition stays
 the one shown until a newer comparison replaces it.
 """
@@ -51,6 +53,11 @@ _TYPED = {
 def metadata_values(typed: Mapping[str, Mapping[str, Any]]) -> dict[str, MetadataValue]:
     """Pipes-typed metadata (``{"raw_value": ..., "type": ...}``) as Dagster metadata values."""
     return {label: _TYPED[v["type"]](v["raw_value"]) for label, v in typed.items()}
+
+
+def settings_metadata(settings: Settings) -> dict[str, MetadataValue]:
+    """The settings a deployment runs with, as Dagster metadata (``Settings.shown``)."""
+    return {"settings": MetadataValue.json(settings.shown())}
 
 
 def serves(snapshot: Snapshot) -> bool:
@@ -116,6 +123,8 @@ class DeploymentRelay:
 
     def metadata(self, snapshot: Snapshot) -> dict[str, Any]:
         metadata: dict[str, Any] = metadata_values(snapshot_metadata(snapshot))
+        if self.last is None:
+            metadata.update(settings_metadata(self.settings))
         if self.warnings:  # e.g. the code changed without a new version: shown with the table
             metadata["warnings"] = MetadataValue.text("\n".join(self.warnings))
         if serves(snapshot):

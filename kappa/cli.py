@@ -1,12 +1,14 @@
 """``kappa``: the platform's operator command line.
 
 Every failure a user can fix is reported as one line on stderr with a non-zero exit code; pass
-``--debug`` for the traceback.
+``--debug`` for the traceback. ``--debug`` also shows the settings in use, secret-looking values
+masked.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -33,7 +35,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--spark-master", help="Spark master URL (default local[*])")
     parser.add_argument("--broker-port", type=int, help="port of the embedded broker")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    parser.add_argument(
+        "--debug", action="store_true", help="show the settings in use and tracebacks"
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     broker = sub.add_parser("broker", help="the embedded Apache Kafka broker (one KRaft node)")
@@ -114,6 +118,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     _configure_logging(args.debug)
     try:
         settings = load_settings(args.config, overrides=_overrides(args))
+        if args.debug:  # what this command runs with (secret-looking values masked)
+            print(f"kappa: settings {json.dumps(settings.shown())}", file=sys.stderr)
         return int(args.handler(settings, args) or 0)
     except KeyboardInterrupt:
         return 130

@@ -34,7 +34,9 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CONFIG_FILE = REPO_ROOT / "platform" / "kappa.yaml"
 RUN_ID_ENV = "KAPPA_RUN_ID"  # set for a deployment launched by a Dagster run
 
+# A setting whose name holds one of these is a secret: shown as MASK wherever settings are shown.
 _SECRET_MARKERS = ("password", "secret", "token", "key.pem", "private", "credential", "jaas")
+MASK = "***"
 _MODULE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 # Environment variables and the setting each one sets (besides KAPPA_KAFKA_<KEY>, a client
 # setting, and KAPPA_SPARK_CONF, Spark settings as JSON).
@@ -104,7 +106,7 @@ class KafkaSettings(_Frozen):
 
     def redacted_client(self) -> dict[str, str]:
         """Client settings safe to print or attach to metadata: secret values are masked."""
-        return {k: ("***" if is_secret_setting(k) else v) for k, v in self.client.items()}
+        return redacted(self.client)
 
     def config_of_topic(self, topic: str) -> dict[str, str]:
         """The settings a topic is created with: the platform's defaults, then the topic's own."""
@@ -217,6 +219,14 @@ class Settings(_Frozen):
                 raise ValueError(msg)
         return modules
 
+    def shown(self) -> dict[str, Any]:
+        """These settings as they are shown (``kappa --debug``, a deployment's start in its log
+        and in Dagster): JSON values, secret-looking Kafka client and Spark settings masked."""
+        shown = self.model_dump(mode="json")
+        shown["kafka"]["client"] = self.kafka.redacted_client()
+        shown["spark"]["conf"] = redacted(self.spark.conf)
+        return shown
+
     def to_env(self) -> dict[str, str]:
         """Environment variables that reproduce these settings in a child process."""
         values = self.model_dump(mode="json")
@@ -233,8 +243,14 @@ class Settings(_Frozen):
 
 
 def is_secret_setting(name: str) -> bool:
+    """Whether a setting's name says its value is a secret (a password, key, token, ...)."""
     lowered = name.lower()
     return any(marker in lowered for marker in _SECRET_MARKERS)
+
+
+def redacted(values: Mapping[str, str]) -> dict[str, str]:
+    """``values`` with the value of every secret-looking setting masked."""
+    return {k: (MASK if is_secret_setting(k) else v) for k, v in values.items()}
 
 
 def launching_run_id(env: Mapping[str, str] | None = None) -> str | None:

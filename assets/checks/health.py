@@ -2,8 +2,9 @@
 version (partition).
 
 The running deployment reports both checks with every progress report, so they complete on its
-cadence; the same checks can be executed on demand from the UI for a version, evaluating the
-latest health that version reported.
+cadence, and once more when it fails or is stopped (``freshness`` turns red on a failure); the
+same checks can be executed on demand from the UI for a version, evaluating the latest health
+that version reported.
 """
 
 # No `from __future__ import annotations`: Dagster inspects the check functions' annotations.
@@ -24,7 +25,7 @@ from dagster import (
 )
 
 from assets.partitions import check_target, version_partitions
-from streaming.run.health import FAILED, LAGGING, STALLED
+from streaming.run.health import FAILED, LAGGING, STALLED, STOPPED
 from streaming.run.reporting import Snapshot
 
 LAG_CHECK = "lag"
@@ -39,37 +40,56 @@ def fresh_ok(state: str) -> bool:
     return state not in (STALLED, FAILED)
 
 
+_FRESHNESS = {
+    STALLED: "no batch committed while input is waiting",
+    FAILED: "the deployment failed: no batch is committed until it runs again",
+    STOPPED: "the deployment was stopped",
+}
+
+
 def check_evaluations(
     instance: DagsterInstance, asset_key: AssetKey, snapshot: Snapshot
 ) -> Iterator[AssetCheckEvaluation]:
     """The lag and freshness verdicts of one progress report, on the reporting version."""
+    return health_evaluations(
+        instance, asset_key, snapshot.version, snapshot.state, snapshot.total_lag, _age(snapshot)
+    )
+
+
+def health_evaluations(
+    instance: DagsterInstance,
+    asset_key: AssetKey,
+    version: str,
+    state: str,
+    total_lag: int,
+    seconds_since_last_batch: float,
+) -> Iterator[AssetCheckEvaluation]:
+    """The lag and freshness verdicts of a version in ``state``."""
     about = {
-        "partition": snapshot.version,
-        "target_materialization_data": check_target(instance, asset_key, snapshot.version),
+        "partition": version,
+        "target_materialization_data": check_target(instance, asset_key, version),
     }
     yield AssetCheckEvaluation(
         **about,
         asset_key=asset_key,
         check_name=LAG_CHECK,
-        passed=lag_ok(snapshot.state),
+        passed=lag_ok(state),
         severity=AssetCheckSeverity.WARN,
-        metadata={"total_lag": snapshot.total_lag, "state": snapshot.state},
-        description=f"{snapshot.total_lag} records behind the log ({snapshot.state})",
+        metadata={"total_lag": total_lag, "state": state},
+        description=f"{total_lag} records behind the log ({state})",
     )
     yield AssetCheckEvaluation(
         **about,
         asset_key=asset_key,
         check_name=FRESHNESS_CHECK,
-        passed=fresh_ok(snapshot.state),
+        passed=fresh_ok(state),
         severity=AssetCheckSeverity.WARN,
         metadata={
-            "seconds_since_last_batch": _age(snapshot),
-            "state": snapshot.state,
-            "total_lag": snapshot.total_lag,
+            "seconds_since_last_batch": seconds_since_last_batch,
+            "state": state,
+            "total_lag": total_lag,
         },
-        description="no batch committed while input is waiting"
-        if snapshot.state == STALLED
-        else "batches are being committed",
+        description=_FRESHNESS.get(state, "batches are being committed"),
     )
 
 

@@ -6,6 +6,7 @@ stays runnable anywhere, and Dagster reads what it reports.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -13,6 +14,7 @@ from typing import Any
 from dagster_pipes import PipesContext, PipesMetadataType, PipesMetadataValue, open_dagster_pipes
 
 from streaming.run.reporting import Snapshot
+from streaming.settings import Settings
 
 ROW_COUNT = "dagster/row_count"  # Dagster shows it as the table's row count
 
@@ -69,8 +71,9 @@ class PipesReporter:
     def __init__(self, context: PipesContext) -> None:
         self.context = context
 
-    def started(self, deployment: Any, options: Any) -> None:
-        self.context.log.info(f"deployment {deployment.id} started")
+    def started(self, deployment: Any, options: Any, settings: Settings) -> None:
+        shown = json.dumps(settings.shown(), sort_keys=True)
+        self.context.log.info(f"deployment {deployment.id} started with settings {shown}")
 
     def warning(self, message: str) -> None:
         self.context.log.warning(message)

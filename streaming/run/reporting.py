@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from streaming.define.pipeline import Pipeline
     from streaming.deployment import Deployment
     from streaming.run.micro_batch import BatchWriter
+    from streaming.settings import Settings
 
 
 # How old the log ends in a health report may be: the source measures them every trigger, and a
@@ -69,14 +70,14 @@ class Snapshot:
 
 
 class Reporter(Protocol):
-    def started(self, deployment: Deployment, options: Any) -> None: ...
+    def started(self, deployment: Deployment, options: Any, settings: Settings) -> None: ...
     def warning(self, message: str) -> None: ...
     def progress(self, snapshot: Snapshot) -> None: ...
     def finished(self, snapshot: Snapshot) -> None: ...
 
 
 class NullReporter:
-    def started(self, deployment: Deployment, options: Any) -> None:
+    def started(self, deployment: Deployment, options: Any, settings: Settings) -> None:
         pass
 
     def warning(self, message: str) -> None:
@@ -98,8 +99,15 @@ class LogReporter:
     def _emit(self, event: str, payload: Mapping[str, Any]) -> None:
         print(json.dumps({"event": event, **payload}, default=str), file=self.stream, flush=True)
 
-    def started(self, deployment: Deployment, options: Any) -> None:
-        self._emit("started", {"deployment": deployment.id, "options": options.model_dump()})
+    def started(self, deployment: Deployment, options: Any, settings: Settings) -> None:
+        self._emit(
+            "started",
+            {
+                "deployment": deployment.id,
+                "options": options.model_dump(),
+                "settings": settings.shown(),
+            },
+        )
 
     def warning(self, message: str) -> None:
         self._emit("warning", {"message": message})

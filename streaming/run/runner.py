@@ -115,7 +115,7 @@ class PipelineRunner:
         self._drift = fingerprint_drift(self.pipeline, previous)
         self._committed_before = previous.end_offsets if previous else {}
         query = self.start()
-        self.reporter.started(self.deployment, self.options)
+        self.reporter.started(self.deployment, self.options, self.settings)
         if self._drift:
             self.reporter.warning(
                 f"{self.deployment.id}: the pipeline's code changed since this table was built "

@@ -37,7 +37,7 @@ class _Recorder:
     def __init__(self) -> None:
         self.snapshots: list[Snapshot] = []
 
-    def started(self, deployment: Any, options: Any) -> None:
+    def started(self, deployment: Any, options: Any, settings: Any) -> None:
         pass
 
     def warning(self, message: str) -> None:

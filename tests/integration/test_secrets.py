@@ -16,6 +16,8 @@ pytestmark = pytest.mark.integration
 # Accepted by librdkafka on a plaintext connection (it only applies with SASL), so the platform
 # works normally while carrying it everywhere a real credential would go.
 SECRET = "hunter2-do-not-print-7f3a"
+# A second secret under another marker than password (secret), given the same two ways.
+CLIENT_SECRET = "oauth-do-not-print-2c9e"
 
 
 _RUN_LOGS = """
@@ -38,7 +40,10 @@ def _files_containing(root: Path, needle: str) -> list[str]:
 
 def test_cli_output_debug_output_and_files_never_show_a_secret(settings, broker):
     send(settings, customer_changes(300, seed=90))
-    env = {"KAPPA_KAFKA_SSL_KEY_PASSWORD": SECRET}
+    env = {
+        "KAPPA_KAFKA_SSL_KEY_PASSWORD": SECRET,
+        "KAPPA_KAFKA_SASL_OAUTHBEARER_CLIENT_SECRET": CLIENT_SECRET,
+    }
     flag = f"sasl.password={SECRET}"
     runs = [
         kappa(
@@ -56,9 +61,12 @@ def test_cli_output_debug_output_and_files_never_show_a_secret(settings, broker)
     # with --debug the error comes with its traceback (the exit code of an uncaught exception)
     assert runs[3].returncode == 1 and "Traceback" in runs[3].stderr
     assert runs[4].returncode == 1 and "must look like KEY=VALUE" in runs[4].stderr
+    assert "kappa: settings" in runs[0].stderr  # --debug shows them, masked
     for result in runs:
-        assert SECRET not in result.stdout + result.stderr, result.args
-    assert _files_containing(settings.home.root, SECRET) == []
+        for secret in (SECRET, CLIENT_SECRET):
+            assert secret not in result.stdout + result.stderr, result.args
+    for secret in (SECRET, CLIENT_SECRET):
+        assert _files_containing(settings.home.root, secret) == []
 
 
 @pytest.mark.slow

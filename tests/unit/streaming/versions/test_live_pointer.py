@@ -154,3 +154,18 @@ def test_bad_names_never_touch_the_filesystem(home):
     with pytest.raises(InvalidNameError):
         switch(home, "customers", "../../v1", "x")
     assert list(home.root.rglob("*")) == []
+
+
+def test_a_rollback_goes_to_the_version_live_before_the_last_switch(tmp_path):
+    settings = private_settings(tmp_path / "home")
+    for version in ("v1", "v2", "v3"):
+        Deployment("customers", version, settings.home).table_path.mkdir(parents=True)
+    switch(settings.home, "customers", "v1", "first deployment")
+    switch(settings.home, "customers", "v2", "promote")
+    switch(settings.home, "customers", "v3", "promote")
+
+    back = promotion.rollback(settings, "customers")
+
+    assert (back.from_version, back.to_version) == ("v3", "v2")  # not v1, the first ever live
+    assert live_version(settings.home, "customers") == "v2"
+    assert history(settings.home, "customers")[-1].reason == "rollback"
