@@ -14,7 +14,7 @@ import logging
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from streaming.delta import compaction
+from streaming.delta import file_compaction
 from streaming.delta.cleanup import remove_unreferenced
 from streaming.delta.dv_table import DvTable
 
@@ -25,7 +25,9 @@ log = logging.getLogger(__name__)
 class MaintenancePolicy:
     """How often each step runs, counted in batch commits, and the retention window."""
 
-    compaction: compaction.CompactionPolicy = field(default_factory=compaction.CompactionPolicy)
+    compaction: file_compaction.CompactionPolicy = field(
+        default_factory=file_compaction.CompactionPolicy
+    )
     compact_every: int = 10  # look for files to compact every this many commits
     checkpoint_every: int = 100
     cleanup_every: int = 200
@@ -51,8 +53,8 @@ class Maintenance:
         self.stats = MaintenanceStats()
         self._commits = 0
         self._worker: ThreadPoolExecutor | None = None
-        self._compaction: Future[compaction.Prepared | None] | None = None
-        self._pending: compaction.Prepared | None = None  # prepared, not yet published
+        self._compaction: Future[file_compaction.Prepared | None] | None = None
+        self._pending: file_compaction.Prepared | None = None  # prepared, not yet published
 
     def before_commit(self) -> None:
         """Publish a compaction whose files are ready (the sink's thread, between batches)."""
@@ -64,7 +66,7 @@ class Maintenance:
         if job is None:
             return
         try:
-            compaction.finish(self.table, job)
+            file_compaction.finish(self.table, job)
             self.stats.compactions += 1
         except Exception as exc:  # the rewritten file stays unreferenced; cleanup removes it
             self._failed("publishing a compaction", exc)
@@ -76,7 +78,7 @@ class Maintenance:
         self._commits += 1
         due = self._commits
         if due % self.policy.compact_every == 0 and self._compaction is None:
-            sources = compaction.choose(self.table, self.policy.compaction)
+            sources = file_compaction.choose(self.table, self.policy.compaction)
             if sources:
                 self._compaction = self._submit(self._prepare, sources)
         if due % self.policy.checkpoint_every == 0:
@@ -88,9 +90,9 @@ class Maintenance:
 
     def compact_now(self) -> None:
         """Choose, prepare and publish a compaction in this thread (tools and tests)."""
-        sources = compaction.choose(self.table, self.policy.compaction)
+        sources = file_compaction.choose(self.table, self.policy.compaction)
         if sources:
-            compaction.finish(self.table, compaction.prepare(self.table, sources))
+            file_compaction.finish(self.table, file_compaction.prepare(self.table, sources))
             self.stats.compactions += 1
 
     def cleanup_now(self, now: float | None = None) -> list[str]:
@@ -112,9 +114,9 @@ class Maintenance:
             self._worker = ThreadPoolExecutor(1, thread_name_prefix="kappa-maintenance")
         return self._worker.submit(step, *args)
 
-    def _prepare(self, sources: list[compaction.Source]) -> compaction.Prepared | None:
+    def _prepare(self, sources: list[file_compaction.Source]) -> file_compaction.Prepared | None:
         try:
-            self._pending = compaction.prepare(self.table, sources)
+            self._pending = file_compaction.prepare(self.table, sources)
         except Exception as exc:
             self._failed("preparing a compaction", exc)
             return None
@@ -140,7 +142,7 @@ class Maintenance:
         pending = self._pending
         return [pending.entry.path] if pending is not None else []
 
-    def _result(self, future: Future) -> compaction.Prepared | None:
+    def _result(self, future: Future) -> file_compaction.Prepared | None:
         try:
             return future.result()
         except Exception as exc:

@@ -16,7 +16,7 @@ from streaming.state import (
     last_per_key,
     with_key,
 )
-from streaming.state.delta import collapse
+from streaming.state.keyed_tables import collapse
 
 
 def fetch(table: pa.Table | None, key: Sequence[str], probe: pa.Table) -> pa.Table | None:

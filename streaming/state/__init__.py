@@ -4,7 +4,7 @@ Exports the table conventions (``with_key``, ``key_of``, ``TableDelta``, ``apply
 key helpers (``key_mask``, ``last_per_key``) and ``StateStore``.
 """
 
-from streaming.state.delta import (
+from streaming.state.keyed_tables import (
     State,
     StateDelta,
     TableDelta,

@@ -25,7 +25,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from streaming.state.bundle import Bundle, decode, decode_header, encode
-from streaming.state.delta import (
+from streaming.state.keyed_tables import (
     State,
     StateDelta,
     TableDelta,

@@ -18,7 +18,7 @@ import pytest
 
 from streaming.define.table_kinds import LatestPerKey
 from streaming.delta.compacted_table import CompactedTable
-from streaming.delta.compaction import CompactionPolicy
+from streaming.delta.file_compaction import CompactionPolicy
 from streaming.delta.maintenance import MaintenancePolicy
 from streaming.delta.table_reader import read_arrow
 from streaming.errors import TableError

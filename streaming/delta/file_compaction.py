@@ -1,4 +1,5 @@
-"""Compacting a deletion-vector table beside its running query.
+"""File compaction: rewriting a deletion-vector table's files beside its running query (not
+the per-key compaction of a Kafka compacted topic, which the table's contents follow).
 
 Files that deletion vectors have thinned out, and the small files batches add, are rewritten
 into one file holding only their live rows. :func:`prepare` does the slow part on any thread:
