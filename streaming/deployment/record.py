@@ -33,6 +33,7 @@ import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import overload
 
 from streaming.define.names import validate_pipeline_name, validate_version
 from streaming.deployment.checkpoint import SparkCheckpoint
@@ -47,10 +48,18 @@ PIN_MANIFEST = "pin.json"
 @dataclass(frozen=True)
 class Place:
     """Where one kind of a deployment's files lives: a folder of the home, and the suffix after
-    the deployment's id (none: a folder named after the id)."""
+    the deployment's id (none: a folder named after the id). Read as an attribute of a
+    :class:`Deployment`, it is that deployment's path there."""
 
     folder: tuple[str, ...]
     suffix: str = ""
+
+    @overload
+    def __get__(self, deployment: None, owner: type) -> Place: ...
+    @overload
+    def __get__(self, deployment: Deployment, owner: type) -> Path: ...
+    def __get__(self, deployment: Deployment | None, owner: type) -> Place | Path:
+        return self if deployment is None else self.of(deployment.home, deployment.id)
 
     def under(self, home: Home) -> Path:
         return home.root.joinpath(*self.folder)
@@ -84,9 +93,22 @@ VALIDATION = Place(("quality", "validations"), ".json")
 VALIDATION_DOCS = Place(("quality", "docs"))
 COMPARISONS = Place(("quality", "comparisons"), ".json")
 
+# Everything a deployment owns but the comparisons it took part in.
+OWNED = (
+    TABLE,
+    CHECKPOINT,
+    STATE,
+    DEAD_LETTERS,
+    LOCK,
+    CODE_PIN,
+    ALIGNMENT,
+    LOG,
+    VALIDATION,
+    VALIDATION_DOCS,
+)
 # Folders that hold nothing but deployments' files (the logs folder also holds the platform's
 # own process logs, and quality/docs the comparisons' pages).
-OWN_FOLDERS = (TABLE, CHECKPOINT, STATE, DEAD_LETTERS, LOCK, CODE_PIN, ALIGNMENT, VALIDATION)
+OWN_FOLDERS = tuple(place for place in OWNED if place not in (LOG, VALIDATION_DOCS))
 
 
 @dataclass(frozen=True)
@@ -135,51 +157,18 @@ class Deployment:
             return None
         return str(manifest["fingerprint"])
 
-    # -- what it owns ---------------------------------------------------------------------------
+    # -- what it owns: each a path named after its id (the table above) ----------------------
 
-    @property
-    def table_path(self) -> Path:
-        return TABLE.of(self.home, self.id)
-
-    @property
-    def checkpoint_path(self) -> Path:
-        return CHECKPOINT.of(self.home, self.id)
-
-    @property
-    def state_path(self) -> Path:
-        """The operator state of a stateful plan (``streaming.state.StateStore``)."""
-        return STATE.of(self.home, self.id)
-
-    @property
-    def dead_letter_path(self) -> Path:
-        return DEAD_LETTERS.of(self.home, self.id)
-
-    @property
-    def lock_path(self) -> Path:
-        return LOCK.of(self.home, self.id)
-
-    @property
-    def code_pin_path(self) -> Path:
-        """The folder of the code it runs (``streaming.deployment.code_pin``)."""
-        return CODE_PIN.of(self.home, self.id)
-
-    @property
-    def alignment_path(self) -> Path:
-        """The cap a non-live version reads its source up to (``streaming.versions.alignment``)."""
-        return ALIGNMENT.of(self.home, self.id)
-
-    @property
-    def log_path(self) -> Path:
-        return LOG.of(self.home, self.id)
-
-    @property
-    def validation_path(self) -> Path:
-        """Its latest quality suite result (``streaming.table_quality``)."""
-        return VALIDATION.of(self.home, self.id)
-
-    @property
-    def validation_docs_path(self) -> Path:
-        return VALIDATION_DOCS.of(self.home, self.id)
+    table_path = TABLE
+    checkpoint_path = CHECKPOINT
+    state_path = STATE  # the operator state of a stateful plan (streaming.state.StateStore)
+    dead_letter_path = DEAD_LETTERS
+    lock_path = LOCK
+    code_pin_path = CODE_PIN  # the code it runs (streaming.deployment.code_pin)
+    alignment_path = ALIGNMENT  # how far a non-live version reads (streaming.versions.alignment)
+    log_path = LOG
+    validation_path = VALIDATION  # its latest quality suite result (streaming.table_quality)
+    validation_docs_path = VALIDATION_DOCS
 
     def comparison_with(self, candidate: Deployment) -> Comparison:
         """Where the comparison of ``candidate`` with this (live) version is kept."""
@@ -198,18 +187,7 @@ class Deployment:
 
     def owned_paths(self) -> list[Path]:
         """Every path this deployment owns, whether it exists yet or not."""
-        paths = [
-            self.table_path,
-            self.checkpoint_path,
-            self.state_path,
-            self.dead_letter_path,
-            self.lock_path,
-            self.code_pin_path,
-            self.alignment_path,
-            self.log_path,
-            self.validation_path,
-            self.validation_docs_path,
-        ]
+        paths = [place.of(self.home, self.id) for place in OWNED]
         for comparison in self.comparisons():
             paths += comparison.paths()
         return paths
