@@ -181,8 +181,11 @@ class Deployment:
             rest, _, new = name.rpartition(SEPARATOR)
             pipeline, _, old = rest.rpartition(SEPARATOR)
             if pipeline == self.pipeline and self.version in (old, new):
-                live = Deployment(pipeline, old, self.home)
-                found.append(Comparison(live, Deployment(pipeline, new, self.home)))
+                try:
+                    live = Deployment(pipeline, old, self.home)
+                    found.append(Comparison(live, Deployment(pipeline, new, self.home)))
+                except InvalidNameError:
+                    continue  # not a comparison's file
         return found
 
     def owned_paths(self) -> list[Path]:

@@ -1,2 +1,2 @@
-"""Running a deployment: start-up, the streaming query and its micro-batches, the Spark session,
-health, reporting and the one-copy lock."""
+"""Running a deployment: start-up, the streaming query and its micro-batches, publishing its
+changes, health and reporting."""

@@ -1,2 +1,2 @@
-"""The version lifecycle: the live pointer, side-by-side alignment, code pins, comparison and
-promotion, the sensors' decisions, the overview, retention and retiring."""
+"""The version lifecycle: the live pointer, side-by-side alignment, comparison and promotion,
+the sensors' decisions, the overview, retention and retiring."""
