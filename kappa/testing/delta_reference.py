@@ -10,7 +10,7 @@ product's Spark.
 
 The program is compiled at first use into the cache, keyed by its sources and the bundle it is
 built against, and one JVM start reads every table it is given; it maps the platform's class
-archive of Spark (``streaming.run.jvm_archive``) when there is one, which saves about a quarter
+archive of Spark (``streaming.spark.jvm_archive``) when there is one, which saves about a quarter
 of its CPU. The bundle (``platform/jvm/delta-reference.xml``) holds delta-spark 4.4.0, built
 against Spark 4.2.0, the pinned PySpark; Spark, Scala, Parquet and Hadoop come from pyspark's
 own jars.
@@ -31,8 +31,8 @@ from typing import Any
 
 from kappa.testing.settings import SHORT_LIVED_JIT
 from streaming.jars import classpath
-from streaming.run.jvm_archive import java_options
 from streaming.settings import SparkSettings
+from streaming.spark.jvm_archive import java_options
 
 BUNDLE = "delta-reference"
 SOURCES = Path(__file__).parent / "jvm"

@@ -23,7 +23,9 @@ code pin, see ``streaming.deployment.code_pin``). Every file it owns is named af
 
 Retiring a version deletes exactly these (:meth:`Deployment.remove`); ``kappa reset`` deletes
 them for every deployment (:func:`derived_state`), along with what belongs to a pipeline rather
-than to one of its versions: the live pointers and their history (``live/``).
+than to one of its versions: the live pointers and their history (``live/``). A deployment that
+publishes its changes also has names on the broker, not files: its transactional producer and
+the consumer group that records what it published (``streaming.run.publication``).
 """
 
 from __future__ import annotations

@@ -28,14 +28,14 @@ import pytest
 from kappa.testing.delta_reference import read_tables
 from kappa.testing.settings import private_settings
 from streaming.define.table_kinds import Accumulate, ChangeRows, LatestPerKey
-from streaming.delta import compaction
+from streaming.delta import file_compaction
 from streaming.delta.cleanup import remove_unreferenced
 from streaming.delta.commit_info import commit_info
 from streaming.delta.compacted_table import CompactedTable
-from streaming.delta.compaction import CompactionPolicy
 from streaming.delta.dead_letters import SCHEMA as DEAD_LETTER_SCHEMA
 from streaming.delta.dead_letters import DeadLetters
 from streaming.delta.dv_table import DvTable
+from streaming.delta.file_compaction import CompactionPolicy
 from streaming.delta.maintenance import MaintenancePolicy
 from streaming.delta.table_reader import read_arrow
 from streaming.delta.table_store import TableLocation
@@ -216,11 +216,11 @@ def late_deletes(path: Path) -> Built:
 
     for batch_id in range(6):
         commit(batch_id)
-    chosen = compaction.choose(table, SMALL)
+    chosen = file_compaction.choose(table, SMALL)
     assert chosen, "nothing to compact: the table shows no late deletes"
-    job = compaction.prepare(table, chosen)
+    job = file_compaction.prepare(table, chosen)
     commit(6)
-    compaction.finish(table, job)
+    file_compaction.finish(table, job)
     commit(7)
     assert remove_unreferenced(table, retention_s=0)
     return Built(path, reference.expected(), frozenset({"dv", "compaction", "late deletes"}))
