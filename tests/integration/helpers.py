@@ -190,7 +190,8 @@ def replay_published(
     isolation: Literal["read_committed", "read_uncommitted"] = "read_committed",
 ) -> list[PublishedRecord]:
     """Every record of a published topic, read to the end of each partition (the last stable
-    offset with ``read_committed``, the log's end with ``read_uncommitted``)."""
+    offset with ``read_committed``, the log's end with ``read_uncommitted``), by partition and
+    offset (how the consumer interleaves partitions differs between two reads)."""
     consumer = Consumer(
         {
             "bootstrap.servers": settings.kafka.bootstrap_servers,
@@ -224,7 +225,7 @@ def replay_published(
                     int(headers[BATCH_HEADER]),
                 )
             )
-        return records
+        return sorted(records, key=lambda r: (r.partition, r.offset))
     finally:
         consumer.close()
 
