@@ -4,7 +4,7 @@ with its cause and the log's tail, and is not retried (a crash would be)."""
 from __future__ import annotations
 
 import pytest
-from dagster import DagsterEventType, DagsterInstance
+from dagster import AssetCheckKey, AssetKey, DagsterEventType, DagsterInstance
 
 from kappa.testing.broker import delete_topics
 from kappa.testing.producing import send, transactions
@@ -43,7 +43,8 @@ def test_data_loss_fails_the_step_with_cause_and_log_tail_and_is_not_retried(set
 def test_a_crash_is_retried_with_backoff_then_fails_with_its_cause_and_log_tail(tmp_path):
     """No broker: every attempt exits at once (code 2), so only the retry schedule takes time."""
     settings = private_settings(tmp_path / "home", **{"dagster.retry_delay_s": 0.125})
-    result = materialize_table(settings, "customers")
+    instance = DagsterInstance.ephemeral()
+    result = materialize_table(settings, "customers", instance=instance)
     assert not result.success
     events = result.all_events
     retries = [e for e in events if e.event_type == DagsterEventType.STEP_UP_FOR_RETRY]
@@ -59,3 +60,8 @@ def test_a_crash_is_retried_with_backoff_then_fails_with_its_cause_and_log_tail(
     metadata = {k: getattr(v, "value", v) for k, v in final.metadata.items()}
     assert metadata["exit_code"] == 2
     assert "did not answer" in metadata["log_tail"]  # the cause, from the job's log
+    # The failed deployment is not fresh: its version's freshness check turned red.
+    freshness = AssetCheckKey(AssetKey(["tables", "customers"]), "freshness")
+    history = instance.event_log_storage.get_asset_check_execution_history(freshness, limit=5)
+    latest = next(r for r in history if r.partition == "v1" and r.event is not None)
+    assert latest.event.dagster_event.event_specific_data.passed is False
