@@ -1,6 +1,7 @@
 """The authoring API: what a pipeline is (topics, value schema, transform, table kind, version),
-how pipelines are found (the registry) and fingerprinted. The base of ``streaming``: it imports no
-other ``streaming`` subpackage.
+how pipelines are found (the registry) and fingerprinted. Below it in ``streaming`` are only the
+foundation modules, the operators its plans are built from and their state
+(``tests/unit/test_dependencies.py``).
 
 A pipeline module declares ``PIPELINE = Pipeline(...)`` with one of the table kinds and a
 per-batch transform, or with a stateful plan built from ``Topic`` declarations.
