@@ -10,8 +10,8 @@ a broker killed instead recovers its log at the next start, keeping every record
 from __future__ import annotations
 
 import base64
+import hashlib
 import os
-import shutil
 import signal
 import subprocess
 import time
@@ -23,7 +23,7 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from kappa.errors import BrokerError
-from streaming.jars import KAFKA_BROKER, classpath
+from streaming.jars import KAFKA_BROKER, classpath, java_binary
 from streaming.processes import pid_alive, port_open, stop_process_group
 from streaming.settings import Settings
 
@@ -71,6 +71,8 @@ Configuration:
         level: WARN
 """
 MAIN_CLASS = "kafka.Kafka"
+# A class archive that does not fit is skipped silently rather than warned about on every start.
+QUIET_CDS = ("-Xlog:cds=off", "-Xlog:cds+dynamic=off")
 STORAGE_TOOL = "kafka.tools.StorageTool"
 
 
@@ -162,12 +164,12 @@ class EmbeddedBroker:
     # -- internals -------------------------------------------------------------------------
 
     def _java(self, jars: list[Path]) -> list[str]:
-        spark = self.settings.spark
-        java_bin = str(Path(spark.java_home) / "bin") if spark.java_home else None
-        java = shutil.which("java", path=java_bin) or "java"
+        java = java_binary(self.settings.spark.java_home)
         heap = self.settings.broker.heap
         return [
             java,
+            *archive_options(self.settings, java, jars),
+            *self.settings.broker.java_options.split(),
             f"-Xmx{heap}",
             f"-Xms{min_heap(heap)}",
             "-XX:+UseG1GC",
@@ -236,6 +238,22 @@ class EmbeddedBroker:
         except (FileNotFoundError, ValueError):
             return None
         return pid if pid_alive(pid) else None
+
+
+def archive_path(settings: Settings, java: str, jars: list[Path]) -> Path:
+    """Where the broker JVM's class archive for this Java and these jars lives
+    (``kappa.broker_archive`` builds it)."""
+    identity = "\n".join([os.path.realpath(java), *(str(j) for j in jars)])
+    digest = hashlib.sha256(identity.encode()).hexdigest()[:16]
+    return settings.cache_dir / "jvm" / f"kafka-broker-{digest}.jsa"
+
+
+def archive_options(settings: Settings, java: str, jars: list[Path]) -> list[str]:
+    """JVM options that map the class archive; none when it was not built, or is being built."""
+    path = archive_path(settings, java, jars)
+    if "ArchiveClassesAtExit" in settings.broker.java_options or not path.is_file():
+        return []
+    return [f"-XX:SharedArchiveFile={path}", *QUIET_CDS]
 
 
 def new_cluster_id() -> str:

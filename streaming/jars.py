@@ -28,6 +28,12 @@ SPARK_KAFKA = "spark-kafka"
 _DONE = ".resolved"
 
 
+def java_binary(java_home: str | None) -> str:
+    """The ``java`` that runs the platform's JVMs: ``java_home``'s, else the one on PATH."""
+    where = str(Path(java_home) / "bin") if java_home else None
+    return shutil.which("java", path=where) or "java"
+
+
 def project_file(bundle: str) -> Path:
     path = BUNDLES / f"{bundle}.xml"
     if not path.is_file():

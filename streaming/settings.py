@@ -48,6 +48,7 @@ _ENV = {
     "KAPPA_BROKER_PORT": "broker.port",
     "KAPPA_BROKER_CONTROLLER_PORT": "broker.controller_port",
     "KAPPA_BROKER_HEAP": "broker.heap",
+    "KAPPA_BROKER_JAVA_OPTIONS": "broker.java_options",
     "KAPPA_PRODUCER_LINGER_MS": "producer.linger_ms",
     "KAPPA_SPARK_MASTER": "spark.master",
     "KAPPA_JVM_ARCHIVE": "spark.jvm_archive",
@@ -121,6 +122,7 @@ class BrokerSettings(_Frozen):
     port: int = Field(default=9092, ge=1, le=65535)
     controller_port: int = Field(default=9093, ge=1, le=65535)
     heap: str = Field(default="1g", pattern=r"^[0-9]+[kmgtKMGT]$")
+    java_options: str = ""  # more JVM options for the broker, e.g. "-XX:TieredStopAtLevel=1"
 
     @property
     def address(self) -> str:

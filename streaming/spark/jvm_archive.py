@@ -24,6 +24,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from streaming.jars import java_binary
 from streaming.settings import Settings, SparkSettings, load_settings
 
 
@@ -36,8 +37,7 @@ def archive_path(spark: SparkSettings, cache_dir: Path) -> Path | None:
         return Path(configured)
     import pyspark
 
-    bin_dir = str(Path(spark.java_home) / "bin") if spark.java_home else None
-    java = shutil.which("java", path=bin_dir) or "java"
+    java = java_binary(spark.java_home)
     identity = "\n".join(
         [os.path.realpath(java), pyspark.__version__, str(Path(pyspark.__file__).parent)]
     )
