@@ -23,6 +23,7 @@ from pathlib import Path
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from kappa.broker import QUIET_CDS, EmbeddedBroker, archive_path
+from streaming.atomic_file import publish_written
 from streaming.home import as_home
 from streaming.jars import KAFKA_BROKER, classpath, java_binary
 from streaming.kafka.admin import ensure_topics
@@ -57,10 +58,7 @@ def build(settings: Settings) -> Path:
     finally:
         broker.stop()
         shutil.rmtree(work, ignore_errors=True)
-    if not partial.is_file() or partial.stat().st_size == 0:
-        msg = f"the broker's JVM wrote no class archive to {partial}"
-        raise RuntimeError(msg)
-    os.replace(partial, target)
+    publish_written(partial, target, "the broker's class archive")
     print(f"broker class archive: {target} ({time.monotonic() - started:.0f} s)", file=sys.stderr)
     return target
 

@@ -7,14 +7,18 @@ cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3.11}
 command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
 
-if ! command -v java >/dev/null 2>&1; then
-  echo "bootstrap: Java is missing; installing a headless JRE (Spark needs Java 17)" >&2
+# require COMMAND PACKAGE WHY: install the Debian package when the command is missing.
+require() {
+  command -v "$1" >/dev/null 2>&1 && return 0
+  echo "bootstrap: $1 is missing; installing $2 ($3)" >&2
   if command -v apt-get >/dev/null 2>&1; then
-    apt-get update -qq && apt-get install -y -qq openjdk-17-jre-headless >/dev/null
+    apt-get update -qq && apt-get install -y -qq "$2" >/dev/null
   else
-    echo "bootstrap: install Java 17 and re-run" >&2; exit 1
+    echo "bootstrap: install $2 and re-run" >&2; exit 1
   fi
-fi
+}
+
+require java openjdk-17-jre-headless "Spark and Kafka need Java 17"
 
 stamp=.venv/.installed
 if ! { [ -f "$stamp" ] && [ "$stamp" -nt pyproject.toml ] && [ -x .venv/bin/kappa ]; }; then
@@ -27,14 +31,7 @@ fi
 
 # The JVM libraries (the Kafka broker, Spark's Kafka connector, the tests' delta-spark reader),
 # resolved from Maven Central once into ~/.cache/kappa/jars; nothing is fetched at run time.
-if ! command -v mvn >/dev/null 2>&1; then
-  echo "bootstrap: Maven is missing; installing it (it resolves the JVM libraries once)" >&2
-  if command -v apt-get >/dev/null 2>&1; then
-    apt-get update -qq && apt-get install -y -qq maven >/dev/null
-  else
-    echo "bootstrap: install Maven and re-run" >&2; exit 1
-  fi
-fi
+require mvn maven "it resolves the JVM libraries once"
 .venv/bin/python -m streaming.jars >/dev/null
 
 # The embedded broker's class archive (kappa/broker_archive.py): it starts in about half the time.
@@ -42,14 +39,7 @@ if ! .venv/bin/python -m kappa.broker_archive --if-missing; then
   echo "bootstrap: could not build the broker's class archive; it will start without it" >&2
 fi
 # The tests' delta-spark reader (kappa/testing/delta_reference.py) is compiled at first use.
-if ! command -v javac >/dev/null 2>&1; then
-  echo "bootstrap: javac is missing; installing a headless JDK (the tests compile a reader)" >&2
-  if command -v apt-get >/dev/null 2>&1; then
-    apt-get update -qq && apt-get install -y -qq openjdk-17-jdk-headless >/dev/null
-  else
-    echo "bootstrap: install a JDK 17 and re-run" >&2; exit 1
-  fi
-fi
+require javac openjdk-17-jdk-headless "the tests compile a reader"
 
 # The Spark driver's class archive (streaming/spark/jvm_archive.py): halves SparkSession start-up.
 # Built once per Java + Spark installation, under ~/.cache/kappa/jvm (about 40 s, 170 MB).

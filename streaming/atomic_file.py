@@ -25,3 +25,12 @@ def write_atomically(path: Path, content: str | bytes) -> None:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+
+
+def publish_written(partial: Path, target: Path, what: str) -> None:
+    """Rename ``partial``, which a child process was to write, over ``target``; refuse an empty
+    or missing one, so a half-built file never takes ``target``'s name."""
+    if not partial.is_file() or partial.stat().st_size == 0:
+        msg = f"{what} was not written to {partial}"
+        raise RuntimeError(msg)
+    os.replace(partial, target)

@@ -24,6 +24,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from streaming.atomic_file import publish_written
 from streaming.jars import java_binary
 from streaming.settings import Settings, SparkSettings, load_settings
 
@@ -69,10 +70,7 @@ def build(settings: Settings, timeout_s: float = 600.0) -> Path | None:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    if not partial.is_file() or partial.stat().st_size == 0:
-        msg = f"the JVM wrote no class archive to {partial}"
-        raise RuntimeError(msg)
-    os.replace(partial, path)
+    publish_written(partial, path, "the Spark driver's class archive")
     print(f"JVM class archive: {path} ({time.monotonic() - started:.0f} s)", file=sys.stderr)
     return path
 
