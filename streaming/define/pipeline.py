@@ -59,7 +59,8 @@ class Pipeline:
         plan: a stateful plan instead of ``transform``; it fills ``topics``, ``table`` and
             ``table_schema`` (leave them and the value schema fields out).
         publish: a topic the live version publishes the table's changes to (a compacted
-            changelog: key, row as JSON, null on delete); read it with :meth:`output_topic`.
+            changelog: key, row as JSON, null on delete; a composite key as compact JSON);
+            read it with :meth:`output_topic` (a table keyed by one column).
         settings: anything else that shapes the output; part of the fingerprint.
         quality: the table's domain rules (e.g. ``(Between("n", 1),)``); the quality spec's key
             and schema derive from the table. Read the result as ``quality_spec``.
@@ -109,13 +110,6 @@ class Pipeline:
                 "by the executors and never gathered into one transaction to publish. Declare "
                 "the pipeline with a plan (e.g. topic.table().rows()), or leave publish unset "
                 "and read its table from another pipeline"
-            )
-            raise DefineError(msg)
-        if self.publish is not None and len(self.table.keys) > 1:
-            msg = (
-                f"pipeline {self.name}: a published changelog is keyed by one column, and this "
-                f"table's key is {', '.join(self.table.keys)}; publish a pipeline keyed by one "
-                "column, or leave publish unset and read this table from another pipeline"
             )
             raise DefineError(msg)
         if self.table_schema.names[0] != self.table.key:
@@ -209,6 +203,13 @@ class Pipeline:
         """The published changelog as a topic another pipeline reads (as a table)."""
         if self.publish is None:
             msg = f"pipeline {self.name} publishes no topic: set publish='<topic>'"
+            raise DefineError(msg)
+        if len(self.table.keys) > 1:
+            msg = (
+                f"pipeline {self.name}: its topic is keyed by the composite key "
+                f"({', '.join(self.table.keys)}) as JSON, which a topic input cannot read back as "
+                "columns; read the table of a pipeline keyed by one column"
+            )
             raise DefineError(msg)
         return Topic(
             self.publish,

@@ -1,5 +1,7 @@
 """Publishing a deployment's table changes to a Kafka topic: a compacted changelog (key, the new
-row as JSON, a null value on delete) that any consumer or another pipeline reads.
+row as JSON, a null value on delete) that any consumer or another pipeline reads. A table with a
+composite key (``ticker``, ``window_start``) is published under its key as compact JSON
+(``{"ticker":"ACME","window_start":1700000040000}``), so each row keeps one record key.
 
 Only the live version publishes (any version while none is live: the first deployment to run
 claims the live pointer), so side-by-side versions never write into the same topic. Each record
@@ -66,7 +68,7 @@ BATCH_HEADER = "kappa.batch"
 # The partition of the output topic on which the deployment's group commits its position.
 POSITION_PARTITION = 0
 
-Record = tuple[Any, bytes | None]
+Record = tuple[str, bytes | None]
 
 
 class PublicationError(RunError):
@@ -98,11 +100,13 @@ def _home_tag(deployment: Deployment) -> str:
 class ChangelogPublisher:
     """Publishes one deployment's changes to ``topic``; its clients are created on first use."""
 
-    def __init__(self, settings: Settings, deployment: Deployment, topic: str, key: str) -> None:
+    def __init__(
+        self, settings: Settings, deployment: Deployment, topic: str, key: str | tuple[str, ...]
+    ) -> None:
         self.settings = settings
         self.deployment = deployment
         self.topic = topic
-        self.key = key
+        self.key = (key,) if isinstance(key, str) else tuple(key)
         self._writer = TransactionalProducer(
             settings.kafka.client_config(),
             transactional_id(deployment, topic),
@@ -166,7 +170,7 @@ class ChangelogPublisher:
             try:
                 with self._writer.transaction() as transaction:
                     for key, value in records:
-                        transaction.produce(self.topic, str(key).encode(), value, headers)
+                        transaction.produce(self.topic, key.encode(), value, headers)
                     transaction.commit_position(
                         self.topic, POSITION_PARTITION, batch_id + 1, position
                     )
@@ -179,7 +183,7 @@ class ChangelogPublisher:
         records: list[Record] = []
         for row in changes.to_pylist():
             deleted = row.pop("_delete")
-            records.append((row[self.key], None if deleted else _encode(row)))
+            records.append((record_key(row, self.key), None if deleted else _encode(row)))
         return records
 
     def _reconciliation(self) -> list[Record]:
@@ -192,7 +196,7 @@ class ChangelogPublisher:
             rows = []
         records: list[Record] = []
         for row in rows:
-            key = str(row[self.key])
+            key = record_key(row, self.key)
             value = _encode(row)
             current = topic.pop(key, None)
             if current is None or json.loads(current) != json.loads(value):
@@ -216,6 +220,14 @@ class ChangelogPublisher:
                 else:
                     table[name] = value
         return table
+
+
+def record_key(row: dict[str, Any], key: tuple[str, ...]) -> str:
+    """The record key of a row: its key column as text, or a composite key as compact JSON."""
+    if len(key) == 1:
+        return str(row[key[0]])
+    values = {name: row[name] for name in key}
+    return json.dumps(values, separators=(",", ":"), default=_json_number)
 
 
 def _encode(row: dict[str, Any]) -> bytes:

@@ -55,7 +55,7 @@ class PipelineRunner:
         self.reporter = reporter or NullReporter()
         publisher = None
         if pipeline.publish is not None:
-            key = pipeline.table.key
+            key = pipeline.table.keys
             publisher = ChangelogPublisher(settings, deployment, pipeline.publish, key)
         self.writer = BatchWriter(pipeline, deployment, publisher)
         self._stop = stop or threading.Event()

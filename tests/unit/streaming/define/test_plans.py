@@ -81,8 +81,8 @@ def test_the_table_schema_derives_from_the_topics_and_expressions() -> None:
                     Tumbling(60_000), by="user", aggregations={"n": Count()}
                 ),
                 publish="per_user_tier",
-            ),
-            "keyed by one column",
+            ).output_topic(),
+            "composite key",
         ),
     ],
 )

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from streaming.deployment import Deployment
-from streaming.run.publication import position_group, transactional_id
+from streaming.run.publication import position_group, record_key, transactional_id
 
 
 def test_a_deployment_publishes_under_the_same_names_in_every_incarnation(tmp_path: Path):
@@ -31,3 +31,11 @@ def test_names_differ_between_homes_deployments_and_topics(tmp_path: Path):
     ids = {transactional_id(d, t) for d in deployments for t in ("alerts", "other")}
     assert len(ids) == 6
     assert len({position_group(d) for d in deployments}) == 3
+
+
+def test_a_row_is_published_under_its_key_a_composite_key_as_compact_json():
+    row = {"ticker": "ACME", "window_start": 1_700_000_040_000, "trade_count": 3}
+    assert record_key(row, ("ticker",)) == "ACME"
+    assert record_key(row, ("ticker", "window_start")) == (
+        '{"ticker":"ACME","window_start":1700000040000}'
+    )
