@@ -15,6 +15,7 @@ from streaming.operators import (
     Aggregation,
     AsOfJoin,
     Compaction,
+    FinalWindows,
     IntervalJoin,
     OperatorConfigError,
     WindowedAggregate,
@@ -29,9 +30,14 @@ def _window_plan(
     aggregations: Mapping[str, Aggregation],
     grace: timedelta,
     retention: timedelta | None,
+    emit: Literal["updates", "final"] = "updates",
 ) -> Plan:
+    if emit not in ("updates", "final"):
+        msg = f"window: emit is 'updates' or 'final', not {emit!r}"
+        raise DefineError(msg)
+    kind = FinalWindows if emit == "final" else WindowedAggregate
     try:
-        operator = WindowedAggregate(
+        operator = kind(
             source=source_of(topic),
             key_columns=column_names(by),
             window=window,
@@ -75,6 +81,7 @@ class StreamInput:
         aggregations: Mapping[str, Aggregation],
         grace: timedelta = DEFAULT_GRACE,
         retention: timedelta | None = None,
+        emit: Literal["updates", "final"] = "updates",
     ) -> Plan:
         """Aggregates per key and event-time window: one row per (``by``, ``window_start``)
         with ``window_end`` and the aggregates so far.
@@ -86,8 +93,13 @@ class StreamInput:
                 ``Mean`` or ``Latest``.
             grace: how far below its partition's stream time a record may be and still count.
             retention: how long a final window stays in the table (None: forever).
+            emit: ``"updates"``: a window's row appears with its first record and follows every
+                record within grace; ``"final"``: it appears once, when the window is final (its
+                end at or below every partition's stream time minus grace), and never changes,
+                so a published topic carries each window once (tumbling and hopping windows,
+                without retention).
         """
-        return _window_plan(self.topic, window, by, aggregations, grace, retention)
+        return _window_plan(self.topic, window, by, aggregations, grace, retention, emit)
 
     def join_latest_within(
         self,

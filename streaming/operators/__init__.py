@@ -14,7 +14,7 @@ from streaming.operators.event_time import DEAD_LETTER_SCHEMA, LATE
 from streaming.operators.group_aggregate import GroupAggregate
 from streaming.operators.interval_join import IntervalJoin
 from streaming.operators.step import Operator, Step
-from streaming.operators.window_aggregate import WindowedAggregate
+from streaming.operators.window_aggregate import FinalWindows, WindowedAggregate
 from streaming.operators.windows import Hopping, Session, Tumbling
 
 __all__ = [
@@ -30,6 +30,7 @@ __all__ = [
     "BatchError",
     "Compaction",
     "Count",
+    "FinalWindows",
     "GroupAggregate",
     "Hopping",
     "IntervalJoin",

@@ -6,6 +6,9 @@ merge (the rows of the merged-away sessions are deleted). With a retention, a wi
 ``end + retention`` is at or below the grace horizon is deleted from the output; this deletion is
 part of the definition, so every replay deletes the same windows at the same prefix. Without a
 retention windows stay forever, and the state forgets a window once it is final.
+
+``FinalWindows`` writes a window's row once, when it becomes final (its end at or below the grace
+horizon), and never changes it: Kafka Streams' ``suppress(untilWindowCloses)``.
 """
 
 from __future__ import annotations
@@ -93,6 +96,11 @@ class WindowedAggregate:
                 parts.append(deletes(gone, schema))
             else:
                 touched = self._windows(transition, records)
+        if self.final:
+            closed = self._close(transition, arrivals.horizon)
+            parts = [upserts(self._rows(closed, source_schema))] if closed.num_rows else []
+            changes = combine(parts, schema)
+            return Step(transition.state, changes, arrivals.dead_letters, transition.delta())
         expired = self._expire(transition, arrivals.horizon)
         if touched is not None and touched.num_rows:
             if expired is not None and expired.num_rows:
@@ -103,6 +111,11 @@ class WindowedAggregate:
             parts.append(deletes(expired, schema))
         changes = combine(parts, schema)
         return Step(transition.state, changes, arrivals.dead_letters, transition.delta())
+
+    @property
+    def final(self) -> bool:
+        """Whether a window's row is written only once, when the window is final."""
+        return False
 
     def _rows(self, partials: pa.Table, source_schema: pa.Schema) -> pa.Table:
         columns = {name: partials.column(name) for name in (*self.key, END)}
@@ -171,6 +184,16 @@ class WindowedAggregate:
         transition.change(WINDOWS, self.key, deletes=replaced, inserts=merged)
         return merged, gone
 
+    def _close(self, transition: Transition, horizon: int | None) -> pa.Table:
+        """The windows the horizon made final, with their partials, dropped from state."""
+        table = transition.table(WINDOWS)
+        if horizon is None or table is None or table.num_rows == 0:
+            return pa.table({})
+        done = table.filter(pa.array(table.column(END).to_numpy() <= horizon))
+        if done.num_rows:
+            transition.change(WINDOWS, self.key, deletes=done.select(list(self.key)))
+        return done
+
     def _expire(self, transition: Transition, horizon: int | None) -> pa.Table | None:
         """Drop windows past the horizon from state; returns the keys to delete from the output."""
         table = transition.table(WINDOWS)
@@ -188,3 +211,19 @@ class WindowedAggregate:
         gone = table.filter(done).select(list(self.key))
         transition.change(WINDOWS, self.key, deletes=gone)
         return gone
+
+
+@dataclass(frozen=True)
+class FinalWindows(WindowedAggregate):
+    """A ``WindowedAggregate`` whose output holds only final windows, each written once when the
+    grace horizon passes its end (tumbling and hopping windows, kept forever)."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if isinstance(self.window, Session) or self.retention_ms is not None:
+            msg = "final windows are tumbling or hopping windows, without a retention"
+            raise OperatorConfigError(msg)
+
+    @property
+    def final(self) -> bool:
+        return True

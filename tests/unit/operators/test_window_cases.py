@@ -12,6 +12,7 @@ from streaming.operators import (
     BatchError,
     Compaction,
     Count,
+    FinalWindows,
     GroupAggregate,
     Hopping,
     Latest,
@@ -80,6 +81,65 @@ def test_without_retention_final_windows_stay_in_the_output_and_leave_the_state(
         feed.send(e=rows(i * 10, start=i))
     assert len(feed.table) == 50
     assert feed.state["windows"].num_rows <= 3
+
+
+def test_final_windows_appear_once_when_the_horizon_passes_their_end() -> None:
+    final = FinalWindows(Source("e", time="ts"), ("k",), Tumbling(100), {"n": Count()}, 10)
+    feed = Feed(final, {"e": [0]})
+    assert feed.send(e=rows(5, 50, 105)).num_rows == 0  # horizon 95: [0, 100) still open
+    assert feed.send(e=rows(95, 109, start=3)).num_rows == 0  # horizon 99; 95 is within grace
+    changes = feed.send(e=rows(110, start=5))  # horizon 100 = the end of [0, 100)
+    assert changes.to_pylist() == [
+        {"k": "a", "window_start": 0, "window_end": 100, "n": 3, "_delete": False}
+    ]
+    assert feed.send(e=rows(80, 400, start=6)).num_rows == 1  # 80 is late; [100, 200) closes
+    assert feed.late == [("e", 0, 6)]
+    assert feed.table == {
+        ("a", 0): {"k": "a", "window_start": 0, "window_end": 100, "n": 3},
+        ("a", 100): {"k": "a", "window_start": 100, "window_end": 200, "n": 3},
+    }
+    assert feed.state["windows"].num_rows == 1  # only [400, 500) is kept
+
+
+@pytest.mark.parametrize("cap", [1, 3, 997])
+def test_final_windows_equal_the_updated_windows_that_closed_whatever_the_batching(cap) -> None:
+    import random
+
+    rng = random.Random(cap)
+    times = [i * 7 - rng.randrange(0, 40) * (rng.random() < 0.2) for i in range(300)]
+    keys = [rng.choice("abc") for _ in times]
+    feed_rows = [
+        {"p": i % 2, "o": i // 2, "k": k, "ts": t}
+        for i, (k, t) in enumerate(zip(keys, times, strict=True))
+    ]
+    window = Hopping(50, 20)
+    final = Feed(
+        FinalWindows(Source("e", time="ts"), ("k",), window, {"n": Count()}, 30), {"e": [0, 1]}
+    )
+    updates = Feed(agg(window, grace=30), {"e": [0, 1]})
+    emitted: list[tuple] = []
+    for at in range(0, len(feed_rows), cap):
+        batch = records(FIELDS, feed_rows[at : at + cap])
+        emitted += [(r["k"], r["window_start"]) for r in final.send(e=batch).to_pylist()]
+        updates.send(e=batch)
+        seen = feed_rows[: at + cap]
+        highest = [max((r["ts"] for r in seen if r["p"] == p), default=None) for p in (0, 1)]
+        horizon = None if None in highest else min(highest) - 30  # type: ignore[type-var]
+        closed = {
+            k: v
+            for k, v in updates.table.items()
+            if horizon is not None and v["window_end"] <= horizon
+        }
+        assert final.table == closed
+    assert len(emitted) == len(set(emitted)) == len(final.table) > 20
+    assert final.late == updates.late
+
+
+def test_final_windows_refuse_sessions_and_retention() -> None:
+    with pytest.raises(OperatorConfigError, match="tumbling or hopping"):
+        FinalWindows(Source("e", time="ts"), ("k",), Session(10), {"n": Count()})
+    with pytest.raises(OperatorConfigError, match="without a retention"):
+        FinalWindows(Source("e", time="ts"), ("k",), Tumbling(10), {"n": Count()}, 10, 5)
 
 
 def test_hopping_windows_count_a_record_in_every_window_covering_it() -> None:
