@@ -1,4 +1,5 @@
-"""The demo domain (the seeds' fraud-detection example): customer profiles and transactions.
+"""The demo domain, the seeds' example applications: customer profiles and transactions (fraud
+detection), searches and clicks, and stock trades.
 
 :func:`events` is a pure, deterministic generator: the same seed and start time give the same
 events. :func:`produce` sends them to Kafka, optionally at a fixed rate.
@@ -23,6 +24,12 @@ CUSTOMERS_TOPIC = "customers"
 TRANSACTIONS_TOPIC = "transactions"
 SEARCHES_TOPIC = "searches"
 CLICKS_TOPIC = "clicks"
+TRADES_TOPIC = "trades"
+TOPICS = (CUSTOMERS_TOPIC, TRANSACTIONS_TOPIC, SEARCHES_TOPIC, CLICKS_TOPIC, TRADES_TOPIC)
+# Two tickers per partition of a 4-partition topic (Kafka's murmur2 of the key): a window is final
+# once every partition's stream time passed it, so no partition may stay without trades.
+TICKERS = ("ACME", "BLUTH", "GLOBX", "HOOLI", "OSCORP", "SOYL", "STARK", "WAYNE")
+TWO_HOURS_MS = 7_200_000
 QUERIES = ("running shoes", "laptop", "coffee grinder", "tent", "headphones", "desk lamp")
 COUNTRIES = ("DE", "FR", "NL", "ES", "IT", "PL", "SE", "GB", "US", "CA", "BR", "JP", "IN", "AU")
 CURRENCIES = {
@@ -96,21 +103,28 @@ def events(
     out_of_order: float = 0.05,
     beyond_grace: float = 0.005,
     clickstream_share: float = 0.2,
+    trade_share: float = 0.1,
+    late_burst_rate: float = 0.0005,
 ) -> Iterator[Event]:
     """An endless, deterministic stream of profile updates, deletions and transactions.
 
     Event times advance by ``step_ms``; a share ``out_of_order`` of events is 1 s to 5 min older
     (a late delivery within the pipelines' 10-minute grace) and a share ``beyond_grace`` 15 to 30
     minutes older (late: dead-lettered by the stateful pipelines). Every record's timestamp is its
-    event time. A share ``clickstream_share`` are searches and clicks of shop users.
+    event time. A share ``clickstream_share`` are searches and clicks of shop users. Besides,
+    with ``trade_share`` per step a stock trade (its own random stream, so the other events do
+    not depend on it), and with ``late_burst_rate`` per trade a burst of 20 trades two hours old
+    after it (a producer coming back from an outage).
     """
     rng = random.Random(seed)
+    market = _Market(random.Random(f"trades-{seed}"), seed)
     now = int(time.time() * 1000) if start_ms is None else start_ms
-    home = {}
+    home: dict[str, str] = {}
     i = 0
     while True:
         ts = now + i * step_ms
         i += 1
+        yield from market.step(i, ts, trade_share, late_burst_rate, out_of_order, beyond_grace)
         delay = rng.random()
         if delay < out_of_order:
             ts -= rng.randrange(1_000, 300_000)
@@ -159,6 +173,44 @@ def _clickstream(rng: random.Random, i: int, ts: int, seed: int) -> Event:
     return Event(CLICKS_TOPIC, user, _json(click), ts)
 
 
+class _Market:
+    """Trades of :data:`TICKERS`, each price a random walk."""
+
+    def __init__(self, rng: random.Random, seed: int) -> None:
+        self.rng, self.seed = rng, seed
+        self.prices = {ticker: 20.0 + 30.0 * n for n, ticker in enumerate(TICKERS)}
+
+    def step(
+        self, i: int, ts: int, share: float, burst_rate: float, out_of_order: float, late: float
+    ) -> Iterator[Event]:
+        rng = self.rng
+        if rng.random() >= share:
+            return
+        delay = rng.random()
+        if delay < out_of_order:
+            yield self.trade(f"{i:010d}", ts - rng.randrange(1_000, 300_000))
+        elif delay < out_of_order + late:
+            yield self.trade(f"{i:010d}", ts - rng.randrange(900_000, 1_800_000))
+        else:
+            yield self.trade(f"{i:010d}", ts)
+        if rng.random() < burst_rate:
+            for j in range(20):
+                yield self.trade(f"{i:010d}-late{j:02d}", ts - TWO_HOURS_MS + j * 150)
+
+    def trade(self, suffix: str, ts: int) -> Event:
+        rng = self.rng
+        ticker = rng.choice(TICKERS)
+        self.prices[ticker] = max(1.0, self.prices[ticker] * (1 + rng.gauss(0, 0.002)))
+        trade = {
+            "trade_id": f"x{self.seed}-{suffix}",
+            "ticker": ticker,
+            "price": round(self.prices[ticker], 4),
+            "size": rng.randrange(1, 500),
+            "ts": ts,
+        }
+        return Event(TRADES_TOPIC, ticker, _json(trade), ts)
+
+
 def _json(obj: object) -> bytes:
     return json.dumps(obj, separators=(",", ":")).encode()
 
@@ -191,7 +243,7 @@ def produce(
 
     Returns the number of events delivered. Raises if any delivery failed.
     """
-    ensure_topics(settings, [CUSTOMERS_TOPIC, TRANSACTIONS_TOPIC, SEARCHES_TOPIC, CLICKS_TOPIC])
+    ensure_topics(settings, list(TOPICS))
     producer = Producer(producer_config(settings))
     failures: list[str] = []
 

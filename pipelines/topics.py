@@ -39,3 +39,11 @@ CLICKS = Topic(
     time="ts",
     required=("click_id", "url"),
 )
+
+TRADES = Topic(
+    "trades",
+    key="ticker",
+    value_schema="trade_id string, ticker string, price decimal(18,4), size bigint, ts bigint",
+    time="ts",
+    required=("trade_id", "price", "size"),
+)

@@ -7,6 +7,7 @@ import json
 import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 
 from confluent_kafka import Producer
 
@@ -172,4 +173,55 @@ def clickstream(n: int, seed: int, users: int = 30, start_ms: int = 1_700_000_00
             value = {"click_id": f"k{seed}-{i}", "user_id": user, "url": f"/p/{i}", "ts": t}
             topic = "clicks"
         out.append(Out(topic, user.encode(), json.dumps(value).encode(), timestamp=t))
+    return out
+
+
+def _shifted(rng: random.Random, t: int) -> int:
+    """About 6% of events up to 9 minutes out of order (within a 10-minute grace), 1.5% 15-30
+    minutes (late)."""
+    draw = rng.random()
+    if draw < 0.06:
+        return t - rng.randrange(1_000, 540_000)
+    if draw < 0.075:
+        return t - rng.randrange(900_000, 1_800_000)
+    return t
+
+
+# Kafka's default partitioner puts these keys on partitions 1, 2, 0, 3 and 1 of four, so every
+# partition has trades (a window is final only once every partition's stream time passed it).
+TICKERS = ("ACME", "GLOBX", "HOOLI", "OSCORP", "WAYNE")
+
+
+def trade_events(
+    n: int,
+    seed: int,
+    start_ms: int = 1_700_000_000_000,
+    step_ms: int = 4_000,
+    late_burst_at: int | None = None,
+) -> list[Out]:
+    """Trades of :data:`TICKERS` keyed by ticker, one per ``step_ms`` of event time, out of
+    order as :func:`_shifted` says; at index ``late_burst_at`` a burst of 20 trades two hours
+    old (a producer coming back from an outage)."""
+    rng = random.Random(seed)
+    prices = {ticker: Decimal(20 + 15 * k) for k, ticker in enumerate(TICKERS)}
+    out = []
+
+    def trade(i: int, t: int, suffix: str = "") -> Out:
+        ticker = rng.choice(sorted(prices))
+        step = Decimal(rng.randrange(-150, 151)) / Decimal(10_000)
+        prices[ticker] = max(Decimal(1), (prices[ticker] + step).quantize(Decimal("0.0001")))
+        value = {
+            "trade_id": f"x{seed}-{i}{suffix}",
+            "ticker": ticker,
+            "price": float(prices[ticker]),
+            "size": rng.randrange(1, 400),
+            "ts": t,
+        }
+        return Out("trades", ticker.encode(), json.dumps(value).encode(), timestamp=t)
+
+    for i in range(n):
+        t = start_ms + i * step_ms
+        out.append(trade(i, _shifted(rng, t)))
+        if i == late_burst_at:
+            out += [trade(i, t - 7_200_000 + 200 * j, f"-late{j}") for j in range(20)]
     return out

@@ -84,8 +84,19 @@ def test_demo_events_are_deterministic_per_seed():
     assert take(1) == take(1)
     assert take(1) != take(2)
     sample = take(3)
-    assert {e.topic for e in sample} == {"customers", "transactions", "searches", "clicks"}
+    topics = {"customers", "transactions", "searches", "clicks", "trades"}
+    assert {e.topic for e in sample} == topics
     assert any(e.value is None for e in sample if e.topic == "customers")
+
+
+def test_demo_trades_come_now_and_then_in_a_burst_two_hours_late():
+    stream = events(seed=5, start_ms=10_000_000, late_burst_rate=0.02)
+    trades = [e for e in (next(stream) for _ in range(20_000)) if e.topic == "trades"]
+    late = [e for e in trades if b"-late" in (e.value or b"")]
+    assert late and len(late) % 20 == 0
+    for burst in range(0, len(late), 20):
+        first = next(t for t in trades if t.value.startswith(late[burst].value[:24]))
+        assert 7_200_000 - 600_000 <= first.timestamp - late[burst].timestamp <= 7_200_000
 
 
 def test_demo_events_come_partly_out_of_order_some_beyond_grace():
