@@ -1,0 +1,19 @@
+"""stock_stats_final: ``stock_stats``, each minute written once when it closes (its end plus
+the grace reached by every partition's stream time) and never changed; published to the topic
+``stock_stats_final``, which therefore holds each window exactly once."""
+
+from __future__ import annotations
+
+from pipelines.stock_stats import QUALITY, per_minute
+from streaming.define import Pipeline
+
+VERSION = "v1"
+
+PIPELINE = Pipeline(
+    name="stock_stats_final",
+    version=VERSION,
+    plan=per_minute(emit="final"),
+    publish="stock_stats_final",
+    quality=QUALITY,
+    description="Final per-minute trade statistics per ticker, once per window, published.",
+)
