@@ -17,16 +17,23 @@ from typing import Any
 import pytest
 
 from kappa.testing.producing import send, trade_events
-from kappa.testing.reference import log_ends, replay_stamped
+from kappa.testing.reference import changelog_table, log_ends, replay_stamped
 from kappa.testing.run_together import run_together
 from kappa.testing.seed_references import stock_moving_avg_reference, stock_stats_reference
 from streaming.define.registry import get_pipeline
 from streaming.versions.live_pointer import claim_first
-from tests.integration.helpers import check_commits, replay_published
+from tests.integration.helpers import (
+    check_commits,
+    kill_twice_mid_run,
+    published_once,
+    replay_published,
+    run_until_caught_up,
+)
 
 pytestmark = pytest.mark.integration
 
 KEY = ("ticker", "window_start")
+FINAL = "stock_stats_final"
 REFERENCES = {
     "stock_stats": stock_stats_reference,
     "stock_moving_avg": stock_moving_avg_reference,
@@ -83,3 +90,24 @@ def test_stock_statistics_equal_the_reference_at_every_commit_whatever_the_batch
             assert Decimal(str(row[column])) == want[column]
         assert rounded(row)["avg_price"] == rounded(want)["avg_price"]
         assert (row["trade_count"], row["volume"]) == (want["trade_count"], want["volume"])
+
+
+def test_final_windows_after_sigkills_mid_publication_are_published_once(spark, settings, broker):
+    # Each kill lands between a batch's publication to the topic and the table's commit of it.
+    send(settings, trade_events(3000, seed=73, start_ms=START_MS, late_burst_at=1500))
+    first, second = kill_twice_mid_run(
+        settings, FINAL, max_offsets=100, batches=3, publishing_to=FINAL
+    )
+    assert 3 <= first < second < 30
+    run_until_caught_up(spark, settings, FINAL, max_offsets_per_trigger=500)
+    records = replay_stamped(settings.kafka.bootstrap_servers, ["trades"])
+    reference = REFERENCES[FINAL]
+    commits, table = check_commits(settings, FINAL, "v1", records, reference, KEY, 1, rounded)
+    assert commits > second and len(table) > 500
+
+    # Read committed, the topic holds each window once (the killed batches' too): the table.
+    published = replay_published(settings, FINAL)
+    assert {first, second} <= set(published_once(published, f"{FINAL}__v1"))
+    assert len(published) == len({r.key for r in published}) == len(table)
+    topic = changelog_table(published)
+    assert {(row["ticker"], row["window_start"]) for row in topic.values()} == set(table)
