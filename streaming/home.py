@@ -2,7 +2,8 @@
 
 What a deployment owns (table, checkpoint, operator state, dead letters, lock, pinned code,
 alignment cap, log, quality results) is laid out in one place, ``streaming.deployment.record``.
-Here: a pipeline's live pointer and its switch history (named after the pipeline), the Dagster
+Here: a pipeline's live pointer and its switch history (named after the pipeline), the cut log
+shared by every deployment, the Dagster
 instance, the embedded broker (its configuration and its log), the Spark cluster's scratch space
 and the processes' pids and logs.
 """
@@ -43,6 +44,13 @@ class Home:
 
     def live_lock(self, pipeline: str) -> Path:
         return self.live / f"{pipeline}.lock"
+
+    # -- shared cut points of the log (streaming.kafka.cuts) -----------------------------------
+
+    @property
+    def cuts(self) -> Path:
+        """The cut log: positions of the log every deployment's batches stop at."""
+        return self.root / "cuts" / "cuts.jsonl"
 
     # -- quality results (a deployment's own: streaming.deployment.record) ---------------------
 

@@ -63,6 +63,8 @@ _ENV = {
     "KAPPA_RETENTION_HOURS": "versions.retention_hours",
     "KAPPA_QUALITY_AUTO": "quality.auto",
     "KAPPA_QUALITY_EVERY_S": "quality.every_s",
+    "KAPPA_CUT_INTERVAL_S": "cuts.interval_s",
+    "KAPPA_CUT_MAX_LAG_S": "cuts.max_lag_s",
 }
 
 
@@ -192,6 +194,17 @@ class QualitySettings(_Frozen):
     every_s: float = Field(default=600.0, gt=0)
 
 
+class CutSettings(_Frozen):
+    """Shared cut points of the log (``streaming.kafka.cuts``): how often deployments take one,
+    how long cuts are kept, and how far behind the newest cut a consistent read may be."""
+
+    # A caught-up deployment commits at every cut it sees; below the trigger interval (1 s),
+    # the first deployment of each trigger takes a cut and the others stop at it.
+    interval_s: float = Field(default=0.5, gt=0)
+    retention_s: float = Field(default=600.0, gt=0)
+    max_lag_s: float = Field(default=30.0, gt=0)
+
+
 class Settings(_Frozen):
     """Everything a component needs to know about where the platform runs."""
 
@@ -208,6 +221,7 @@ class Settings(_Frozen):
     dagster: DagsterSettings = Field(default_factory=DagsterSettings)
     versions: VersionSettings = Field(default_factory=VersionSettings)
     quality: QualitySettings = Field(default_factory=QualitySettings)
+    cuts: CutSettings = Field(default_factory=CutSettings)
 
     @field_validator("pipelines", mode="before")
     @classmethod

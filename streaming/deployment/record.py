@@ -270,8 +270,9 @@ def deployments_on_disk(home: Home, pipeline: str | None = None) -> list[Deploym
 
 def derived_state(home: Home) -> list[Path]:
     """What ``kappa reset`` deletes: every deployment's files (their folders whole, their logs
-    one by one), the live pointers with their history and every quality result. The log, the
-    platform's own process logs and Dagster's history are kept."""
+    one by one), the live pointers with their history, the cut log (its offsets may point past a
+    log that was lost) and every quality result. The log, the platform's own process logs and
+    Dagster's history are kept."""
     folders = [home.root / place.folder[0] for place in OWN_FOLDERS]  # quality/ as a whole
     logs = [d.log_path for d in deployments_on_disk(home)]
-    return [*dict.fromkeys(folders), home.live, *logs]
+    return [*dict.fromkeys(folders), home.live, home.cuts.parent, *logs]

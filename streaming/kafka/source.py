@@ -18,9 +18,12 @@ micro-batch into at most that many Spark tasks, each reading at least that many 
 possible; by default one task per Kafka partition, as Spark's source does),
 ``endingOffsetsFile`` (a kappa extension: a JSON file of offsets re-read every trigger, which a
 side-by-side version uses to cut its batches where the live version cut its commits),
-``failOnDataLoss`` (default true), ``includeHeaders`` (default false) and any ``kafka.*``
-setting, passed to librdkafka without the prefix. Records are read ``read_committed``: a range
-ends at most at the partition's last stable offset, and aborted transactions are skipped.
+``cutLog``, ``cutIntervalMs`` and ``cutRetentionMs`` (kappa extensions: the platform's log of
+shared cut points, ``streaming.kafka.cuts``; each batch ends at the newest cut in its range, and
+the source takes a new cut when the newest is older than the interval), ``failOnDataLoss``
+(default true), ``includeHeaders`` (default false) and any ``kafka.*`` setting, passed to
+librdkafka without the prefix. Records are read ``read_committed``: a range ends at most at the
+partition's last stable offset, and aborted transactions are skipped.
 
 Decoding (a kappa extension): with ``valueSchema`` (a DDL such as ``"id string, ts bigint"``, see
 ``streaming.define.value_schema``), optional ``requiredFields`` (comma-separated) and
@@ -49,6 +52,7 @@ from pyspark.sql.types import StructType
 
 from streaming.define.value_schema import arrow_struct
 from streaming.kafka import offsets as off
+from streaming.kafka.cuts import CutLog, batch_end
 from streaming.kafka.log import KafkaLog, topic_partitions_or_error
 from streaming.kafka.reader import read_ranges
 from streaming.kafka.source_options import SourceOptions
@@ -87,6 +91,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._log: KafkaLog | None = None
         self._target: off.OffsetMap | None = None
         self._last_latest: off.OffsetMap | None = None
+        self._cut_log: CutLog | None = None
 
     # --- driver side -----------------------------------------------------------------------
     def _kafka(self) -> KafkaLog:
@@ -104,17 +109,37 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return ReadMaxRows(self.options.max_offsets_per_trigger)
         return ReadAllAvailable()
 
+    def _cuts(self) -> CutLog | None:
+        if self._cut_log is None and self.options.cut_log is not None:
+            self._cut_log = CutLog(Path(self.options.cut_log), self.options.cut_retention_ms)
+        return self._cut_log
+
+    def _take_cut(self, min_age_ms: int, wait: bool) -> off.OffsetMap | None:
+        """A cut of the log (a new one unless the newest is younger than ``min_age_ms``), on
+        this source's topics; None without a cut log, or while another process takes one."""
+        cuts = self._cuts()
+        if cuts is None:
+            return None
+        cut = cuts.take(self.options.topics, self._kafka().latest, min_age_ms, wait)
+        if cut is None:
+            return None
+        return {t: dict(cut.offsets.get(t, {})) for t in self.options.topics}
+
     def prepareForTriggerAvailableNow(self) -> None:
-        self._target = self._kafka().latest(self.options.topics)
+        # The run ends at a cut taken now (the log's ends), so its last commit is at a cut.
+        cut = self._take_cut(min_age_ms=0, wait=True)
+        self._target = cut if cut is not None else self._kafka().latest(self.options.topics)
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         position = off.from_spark(start)
         max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
+        # Before the bounds, so the ends listed next are at or past any cut taken here.
+        self._take_cut(min_age_ms=self.options.cut_interval_ms, wait=False)
         earliest, latest = self._kafka().bounds(self.options.topics)
         if self.options.fail_on_data_loss:
             off.check_no_data_loss(position, earliest, latest)
         position = off.add_new_partitions(position, earliest)
-        self._last_latest = latest
+        self._last_latest = log_end = latest
         if self._target is not None:
             latest = _min_offsets(latest, self._target, position)
         if self.options.ending is not None:
@@ -123,6 +148,11 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             cap = read_offsets_cap(self.options.ending_file)
             if cap is not None:
                 latest = _min_offsets(latest, cap, position)
+        cuts = self._cuts()
+        if cuts is not None:
+            at_cut = batch_end(position, latest, max_rows, cuts.cuts(), latest == log_end)
+            if at_cut is not None:
+                return off.to_spark(at_cut)
         return off.to_spark(off.cap_offsets(position, latest, max_rows))
 
     def reportLatestOffset(self) -> dict | None:
@@ -159,6 +189,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_log"] = None
+        state["_cut_log"] = None
         return state
 
 

@@ -12,6 +12,7 @@ from typing import Any
 from streaming.define.value_schema import spark_ddl
 from streaming.errors import SourceOptionError
 from streaming.kafka import offsets as off
+from streaming.kafka.cuts import DEFAULT_INTERVAL_MS, DEFAULT_RETENTION_MS
 from streaming.kafka.value_decoder import ValueDecoder
 
 BASE_SCHEMA = (
@@ -37,6 +38,9 @@ class SourceOptions:
     min_partition_records: int = 0
     ending_file: str | None = None
     decoder: ValueDecoder | None = None
+    cut_log: str | None = None
+    cut_interval_ms: int = DEFAULT_INTERVAL_MS
+    cut_retention_ms: int = DEFAULT_RETENTION_MS
 
     @classmethod
     def parse(cls, options: dict[str, str]) -> SourceOptions:
@@ -63,6 +67,9 @@ class SourceOptions:
             ending=_ending(lowered.get("endingoffsets"), topics),
             ending_file=lowered.get("endingoffsetsfile") or None,
             decoder=_decoder(lowered),
+            cut_log=lowered.get("cutlog") or None,
+            cut_interval_ms=_positive_int(lowered, "cutIntervalMs") or DEFAULT_INTERVAL_MS,
+            cut_retention_ms=_positive_int(lowered, "cutRetentionMs") or DEFAULT_RETENTION_MS,
         )
 
     def spark_schema(self) -> str:

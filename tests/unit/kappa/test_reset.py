@@ -19,6 +19,7 @@ DERIVED = [
     "live",
     "alignment",
     "quality",
+    "cuts",
 ]
 KEPT = ["broker/data", "logs", "dagster", "run"]
 DEPLOYMENT_LOG = "logs/customers__v1.log"  # beside the platform's own logs, which stay
