@@ -69,6 +69,11 @@ class TableNotFoundError(TableError, FileNotFoundError):
     """No table at the path: its pipeline has not committed a batch yet."""
 
 
+class QueryError(KappaError):
+    """A query over the tables cannot be answered as asked (``streaming.query``): bad SQL, an
+    unknown table or key, or no consistent cut of the log."""
+
+
 class RunError(KappaError):
     """A deployment cannot start or its query failed (``streaming.run``)."""
 

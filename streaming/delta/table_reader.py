@@ -120,6 +120,12 @@ def commits(where: Where) -> list[Commit]:
     return sorted((c for c in found if c is not None), key=lambda c: c.table_version)
 
 
+def recent_commits(table: DeltaTable, entries: int | None = None) -> list[Commit]:
+    """The batch commits among the table's newest ``entries`` log entries (every entry with
+    None), newest first; ``table`` is brought up to date."""
+    return [c for c in map(parse_commit, _history(table, entries)) if c is not None]
+
+
 HISTORY_ATTEMPTS = 20
 
 

@@ -4,7 +4,8 @@ Between the packages: quality <- streaming <- {assets, kappa}; assets and kappa 
 each other; pipelines use only streaming.define and quality. Inside streaming, each subpackage
 imports only the foundation modules and the subpackages to its left:
 
-    state <- operators <- define <- kafka <- delta <- spark <- deployment <- versions <- run
+    state <- operators <- define <- kafka <- delta <- spark <- deployment <- versions <- query
+    <- run
 
 The foundation (errors, settings, home, ...) imports only itself; the entry points
 (``streaming/__init__``, ``__main__``, ``table_quality``) may import any of it.
@@ -40,6 +41,7 @@ LAYERS = (
     "spark",
     "deployment",
     "versions",
+    "query",
     "run",
 )
 FOUNDATION = (
