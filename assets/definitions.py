@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dagster import Definitions, definitions
 
-from assets.alerts import ALERTS_TOPIC, alerts_per_country_asset
+from assets.alerts import REPORT_INPUTS, alerts_per_country_asset
 from assets.checks.comparison import comparison_checks
 from assets.checks.health import health_checks
 from assets.checks.quality import quality_checks, quality_job
@@ -31,7 +31,7 @@ def defs() -> Definitions:
     quality_jobs = {name: quality_job(name, check) for name, check in suites.items()}
     published = {p.publish: table_key(p.name) for p in pipelines.values() if p.publish}
     topics = [t for t in all_topics(settings.pipelines) if t not in published]
-    reports = [alerts_per_country_asset()] if ALERTS_TOPIC in published else []
+    reports = [alerts_per_country_asset()] if set(REPORT_INPUTS) <= set(pipelines) else []
     return Definitions(
         assets=[
             *(topic_asset(t, settings.kafka.config_of_topic(t)) for t in topics),

@@ -20,6 +20,7 @@ DEPLOYMENT_COLUMNS = ("pipeline", "version", "role", "status", "progress", "lag"
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from kappa.table_output import FORMATS
     from streaming.run.job import add_run_arguments
 
     parser = argparse.ArgumentParser(prog="kappa", description=__doc__.splitlines()[0])
@@ -67,9 +68,36 @@ def build_parser() -> argparse.ArgumentParser:
     show = table_sub.add_parser("show", help="print a table's current snapshot")
     show.add_argument("name", help="pipeline / table name")
     show.add_argument("--version", help="deployment version (default: the live one)")
-    show.add_argument("--format", choices=["jsonl", "table"], default="table")
+    show.add_argument("--format", choices=FORMATS, default="table")
     show.add_argument("--limit", type=int, help="print at most this many rows")
     show.set_defaults(handler=_table_show)
+    get = table_sub.add_parser("get", help="print the rows of keys (composite keys as a,b or JSON)")
+    get.add_argument("name", help="pipeline / table name")
+    get.add_argument("keys", nargs="+", metavar="KEY", help="a key: value, a,b or JSON object")
+    get.add_argument("--version", help="deployment version (default: the live one)")
+    get.add_argument("--format", choices=FORMATS, default="table")
+    get.set_defaults(handler=_table_get)
+
+    sql = sub.add_parser(
+        "sql", help="run SQL over the tables (names: pipeline, or pipeline@version)"
+    )
+    sql.add_argument("query", help='e.g. "SELECT country, count(*) FROM customers GROUP BY 1"')
+    mode = sql.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--consistent",
+        action="store_true",
+        help="read every table at one cut of the log (refused when none is close enough)",
+    )
+    mode.add_argument("--latest", action="store_true", help="read each table at its newest commit")
+    sql.add_argument("--format", choices=FORMATS, default="table")
+    sql.add_argument("--limit", type=int, default=1000, help="print at most this many rows (1000)")
+    sql.add_argument(
+        "--max-lag",
+        type=float,
+        metavar="SECONDS",
+        help="how old a consistent read's cut may be while newer cuts exist (cuts.max_lag_s)",
+    )
+    sql.set_defaults(handler=_sql)
 
     deployments = sub.add_parser("deployments", help="streaming deployments (via Dagster)")
     deployments_sub = deployments.add_subparsers(dest="deployments_command", required=True)
@@ -246,6 +274,35 @@ def _table_show(settings: Settings, args: argparse.Namespace) -> int:
     from kappa.table_output import print_table
 
     print_table(settings, args.name, args.version, args.format, args.limit)
+    return 0
+
+
+def _table_get(settings: Settings, args: argparse.Namespace) -> int:
+    from kappa.table_output import write_rows
+    from streaming.query import lookup, parse_keys
+    from streaming.query.lookup import key_fields
+
+    keys = parse_keys(args.keys, key_fields(settings, args.name, args.version))
+    rows = lookup(settings, args.name, keys, args.version)
+    write_rows(rows, args.format, sys.stdout, f"({rows.num_rows} of {len(keys)} keys found)")
+    return 0
+
+
+def _sql(settings: Settings, args: argparse.Namespace) -> int:
+    from kappa.table_output import write_rows
+    from streaming.query import run_sql
+
+    result = run_sql(
+        settings,
+        args.query,
+        consistent=args.consistent,
+        latest=args.latest,
+        limit=args.limit,
+        max_lag_s=args.max_lag,
+    )
+    more = f", more not shown (--limit {args.limit})" if result.truncated else ""
+    write_rows(result.table, args.format, sys.stdout, f"({result.table.num_rows} rows{more})")
+    print(f"kappa: {result.describe()}", file=sys.stderr)
     return 0
 
 

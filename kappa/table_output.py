@@ -1,11 +1,15 @@
-"""Printing a compacted table's snapshot for people (aligned text) and programs (JSON lines)."""
+"""Printing rows of the tables for people (aligned text) and programs (JSON lines, CSV):
+``kappa table show``, ``kappa table get`` and ``kappa sql``."""
 
 from __future__ import annotations
 
+import csv
 import json
 import sys
 from decimal import Decimal
 from typing import Any, TextIO
+
+import pyarrow as pa
 
 from streaming.define.registry import get_pipeline
 from streaming.delta.table_reader import read_arrow
@@ -34,13 +38,26 @@ def print_table(
     table = read_arrow(deployment.table_path).sort_by([(k, "ascending") for k in keys])
     if limit is not None:
         table = table.slice(0, limit)
+    write_rows(table, fmt, out, f"({table.num_rows} rows, {deployment.id})")
+
+
+FORMATS = ("table", "jsonl", "csv")
+
+
+def write_rows(table: pa.Table, fmt: str, out: TextIO, footer: str = "") -> None:
+    """``table``'s rows as aligned text (then ``footer``), JSON lines or CSV with a header."""
     rows = table.to_pylist()
     if fmt == "jsonl":
         for row in rows:
             out.write(json.dumps({k: _plain(v) for k, v in row.items()}) + "\n")
+    elif fmt == "csv":
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(table.schema.names)
+        writer.writerows([_cell(row[n]) for n in table.schema.names] for row in rows)
     else:
         write_text_table(table.schema.names, rows, out)
-        out.write(f"({len(rows)} rows, {deployment.id})\n")
+        if footer:
+            out.write(footer + "\n")
 
 
 def write_text_table(names: list[str], rows: list[dict[str, Any]], out: TextIO) -> None:

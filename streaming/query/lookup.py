@@ -89,6 +89,12 @@ def _typed(value: Any, column: pa.Field) -> Any:
         raise QueryError(msg) from None
 
 
+def key_fields(settings: Settings, pipeline: str, version: str | None = None) -> list[pa.Field]:
+    """The key columns of ``pipeline``'s table (the live version, or ``version``)."""
+    deployment, names = _deployment(settings, pipeline, version)
+    return _keys_of(open_table(deployment.table_path), names)
+
+
 def _keys_of(table: DeltaTable, names: Sequence[str]) -> list[pa.Field]:
     schema = pa.schema(table.schema())
     return [schema.field(n) for n in names]
@@ -357,4 +363,4 @@ class KeyLookup:
         return self
 
 
-__all__ = ["KeyLookup", "TableIndex", "lookup", "parse_keys"]
+__all__ = ["KeyLookup", "TableIndex", "key_fields", "lookup", "parse_keys"]

@@ -92,7 +92,9 @@ class QueryResult:
         offsets = "; ".join(f"{r.name} {off.dumps(r.offsets)}" for r in self.reads)
         if len(self.reads) > 1:
             return f"latest: each table at its newest commit, NOT one cut: {offsets}"
-        return f"read {tables}; offsets {offsets}" if self.reads else "no table read"
+        if not self.reads:
+            return "no table read"
+        return f"offsets {off.dumps(self.reads[0].offsets)}; read {tables}"
 
 
 def run_sql(
