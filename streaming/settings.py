@@ -63,6 +63,7 @@ _ENV = {
     "KAPPA_RETENTION_HOURS": "versions.retention_hours",
     "KAPPA_QUALITY_AUTO": "quality.auto",
     "KAPPA_QUALITY_EVERY_S": "quality.every_s",
+    "KAPPA_CUTS_ENABLED": "cuts.enabled",
     "KAPPA_CUT_INTERVAL_S": "cuts.interval_s",
     "KAPPA_CUT_MAX_LAG_S": "cuts.max_lag_s",
 }
@@ -198,6 +199,8 @@ class CutSettings(_Frozen):
     """Shared cut points of the log (``streaming.kafka.cuts``): how often deployments take one,
     how long cuts are kept, and how far behind the newest cut a consistent read may be."""
 
+    # Off, batches end where they would and consistent reads find no cut.
+    enabled: bool = True
     # A caught-up deployment commits at every cut it sees; below the trigger interval (1 s),
     # the first deployment of each trigger takes a cut and the others stop at it.
     interval_s: float = Field(default=0.5, gt=0)

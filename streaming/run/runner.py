@@ -91,9 +91,10 @@ class PipelineRunner:
         # Batches end at the shared cuts, so tables of different pipelines can be read at one
         # position of the log (streaming.kafka.cuts); composes with the alignment cap above.
         cuts = self.settings.cuts
-        reader = reader.option("cutLog", str(self.settings.home.cuts))
-        reader = reader.option("cutIntervalMs", str(max(1, round(cuts.interval_s * 1000))))
-        reader = reader.option("cutRetentionMs", str(max(1, round(cuts.retention_s * 1000))))
+        if cuts.enabled:
+            reader = reader.option("cutLog", str(self.settings.home.cuts))
+            reader = reader.option("cutIntervalMs", str(max(1, round(cuts.interval_s * 1000))))
+            reader = reader.option("cutRetentionMs", str(max(1, round(cuts.retention_s * 1000))))
         if self.options.max_offsets_per_trigger:
             reader = reader.option(
                 "maxOffsetsPerTrigger", str(self.options.max_offsets_per_trigger)

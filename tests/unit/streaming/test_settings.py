@@ -114,3 +114,10 @@ def test_the_broker_ports_and_heap_are_settings_that_reach_a_child():
 def test_a_bad_heap_fails_at_load_naming_the_setting():
     with pytest.raises(ConfigError, match=r"broker\.heap"):
         load_settings(env={"KAPPA_BROKER_HEAP": "lots"})
+
+
+def test_the_cut_settings_reach_a_child():
+    settings = load_settings(env={"KAPPA_CUTS_ENABLED": "false", "KAPPA_CUT_MAX_LAG_S": "4"})
+    assert (settings.cuts.enabled, settings.cuts.max_lag_s) == (False, 4.0)
+    assert load_settings(env=settings.to_env()).cuts == settings.cuts
+    assert load_settings(env={}).cuts.enabled
