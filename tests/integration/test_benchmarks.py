@@ -57,3 +57,13 @@ def test_the_comparison_benchmark_runs_in_a_platform_session(spark, capsys) -> N
     verdict = "keys in both 199, only old 1, only new 50; email differs for 1 keys"
     assert f"verdict: FAILED; {verdict}" in out, out
     assert "compare: " in out
+
+
+def test_the_query_benchmark_finds_the_rows_a_datafusion_read_finds(tmp_path: Path) -> None:
+    args = ["--keys", "2000", "--batch-keys", "100", "--batches", "2", "--lookups", "20"]
+    ran = _bench("bench.query_bench", *args, "--dir", str(tmp_path))
+    # Its verdict also holds the lookup time to the target; here only the rows are judged.
+    assert ran.returncode in (0, 1), ran.stdout[-3000:] + ran.stderr[-3000:]
+    assert ran.stdout.splitlines()[-1] in ("PASS", "FAIL"), ran.stdout[-3000:]
+    assert "correct: True" in ran.stdout, ran.stdout
+    assert "same rows False" not in ran.stdout, ran.stdout
