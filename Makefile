@@ -1,5 +1,5 @@
 # The README's two commands: `make run` (the platform) and `make test` (the test suite).
-.PHONY: run test lint bench bench-sink bench-operators bench-source faults env
+.PHONY: run test lint bench bench-sink bench-operators bench-source bench-peers faults env
 
 env:
 	@bash scripts/bootstrap.sh
@@ -41,3 +41,9 @@ bench-sink: env
 # Spark's own Kafka source against the platform's Python Data Source (bench/source_bench.py).
 bench-source: env
 	.venv/bin/python -m bench.source_bench $(ARGS)
+
+# The platform against Kafka Streams, Quix Streams and Spark's own operators on the same logs
+# (bench/peers/): cold, steady state, latency at a fixed rate, memory, each output verified.
+# The first run builds the Kafka Streams app and the Quix Streams environment into the cache.
+bench-peers: env
+	.venv/bin/python -m bench.peers $(ARGS)
