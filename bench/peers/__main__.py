@@ -52,6 +52,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="Kafka Streams' and Quix's commit interval (Kafka Streams' exactly-once default)",
     )
     p.add_argument("--ks-threads", type=int, default=os.cpu_count() or 1)
+    p.add_argument(
+        "--platform-env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="an environment variable for the platform's runs (A/B of a setting), repeatable",
+    )
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--keep", action="store_true", help="keep the work directory")
     return p.parse_args(argv)
@@ -74,7 +81,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     root = Path(tempfile.mkdtemp(prefix="kappa-peers-"))
     settings = private_settings(root / "broker-home", full_jit=True, **{"broker.heap": "1g"})
-    options = {"commit_interval_ms": args.commit_interval_ms, "ks_threads": args.ks_threads}
+    options = {
+        "commit_interval_ms": args.commit_interval_ms,
+        "ks_threads": args.ks_threads,
+        "platform_env": dict(item.split("=", 1) for item in args.platform_env),
+    }
     engines = [ENGINES[name](settings, options) for name in args.engines.split(",")]
     for engine in engines:
         started = time.perf_counter()

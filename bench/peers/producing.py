@@ -11,6 +11,7 @@ import contextlib
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient
@@ -96,6 +97,7 @@ class LogWriter:
         )
         self.sink = sink
         self.written = Written()
+        self.failed: list[str] = []  # delivery errors; the offsets noted would be wrong
 
     def write(self, record: Record, timed: bool = False) -> None:
         offset = self.written.place(record)
@@ -110,15 +112,23 @@ class LogWriter:
                     value=record.value,
                     partition=record.partition,
                     timestamp=record.ts,
+                    on_delivery=self._delivered,
                 )
                 return
             except BufferError:
                 self.producer.poll(0.05)
 
+    def _delivered(self, err: Any, msg: Any) -> None:
+        if err is not None:
+            self.failed.append(f"{msg.topic()}-{msg.partition()}: {err}")
+
     def flush(self, timeout_s: float = 120.0) -> Written:
         left = self.producer.flush(timeout_s)
-        if left:
-            msg = f"{left} records were not delivered within {timeout_s} s"
+        if left or self.failed:
+            msg = (
+                f"{left} records were not delivered within {timeout_s} s, {len(self.failed)} "
+                f"failed (first: {self.failed[:1]})"
+            )
             raise RuntimeError(msg)
         return self.written
 

@@ -179,6 +179,8 @@ def render(results: dict[str, Any]) -> str:
                 f"{_num(r['steady_x'], '.2f'):>10}{_num(r['p95_x'], '.2f'):>8}"
                 f"{_num(r['rss_x'], '.2f'):>8}"
             )
+    if results.get("semantics"):
+        lines += ["", *render_semantics(results["semantics"])]
     lines += ["", "targets (the platform):"]
     for t in results["targets"]:
         verdict = {True: "PASS", False: "FAIL", None: "n/a"}[t["pass"]]
@@ -186,6 +188,29 @@ def render(results: dict[str, Any]) -> str:
         text = shown if isinstance(shown, str) else _num(shown, ".2f")
         lines.append(f"  {verdict:4}  {t['target']} ({text})")
     return "\n".join(lines)
+
+
+def render_semantics(found: dict[str, Any]) -> list[str]:
+    """One line per workload and engine: its output on disordered data against the exact
+    answer (5% of records out of order within grace, 0.5% late)."""
+    lines = [
+        "disordered data (5% out of order within grace, 0.5% late) against the exact answer",
+        f"{'workload':9}{'engine':22}{'rows':>9}{'differ':>8}{'missing':>8}{'extra':>7}  late",
+    ]
+    for workload, data in found.items():
+        for engine, outcome in data["runs"].items():
+            v = outcome["verdict"]
+            late = outcome.get("dead_lettered_late")
+            if late is not None:
+                same = "same records" if late["same"] else "OTHER records"
+                note = f"{late['dead_lettered']:,} dead-lettered ({same}, {data['late']:,} late)"
+            else:
+                note = "dropped or applied by the engine's own rule"
+            lines.append(
+                f"{workload:9}{engine:22}{v['rows']:>9,}{v['differ']:>8,}{v['missing']:>8,}"
+                f"{v['extra']:>7,}  {note}"
+            )
+    return lines
 
 
 def _load(values: Any) -> str:

@@ -1,0 +1,238 @@
+"""Where the platform's cold run spends its time: a timeline and the CPU of each process role.
+
+    python -m bench.peers.profile --workload latest --events 1000000 [--py-spy]
+    python -m bench.peers.profile --workload fraud --platform-env KAPPA_JVM_ARCHIVE=off
+
+One embedded broker, one backlog (as ``make bench-peers`` writes it), one cold run of the
+platform (``--runs`` of them, the backlog kept). For each run it prints:
+
+- the timeline from the process start: the Spark JVM started, the query started (its
+  checkpoint's metadata), each micro-batch planned (``offsets/N``) and visible (its Delta
+  commit), the output complete; and the Python worker processes Spark started;
+- CPU seconds per role: the driver's Python, the Spark JVM, Spark's Python workers, sampled
+  every 0.2 s (a process's last sample counts once it has exited);
+- peak RSS per role (the same samples);
+- with ``--py-spy``: the driver's and workers' Python, sampled by py-spy (``py-spy record``
+  around the run), as the functions with the most samples (own and with callees).
+
+The output is checked against the reference, as in the benchmark.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from bench.peers.engines import Platform, RunSpec
+from bench.peers.outputs import compare
+from bench.peers.producing import LogWriter, recreate_topics, write_backlog
+from bench.peers.reference import reference_for
+from bench.peers.runs import EngineProcess, _until_complete, work_dir
+from bench.peers.workloads import IN_ORDER, WITHIN_GRACE, make
+
+GB = 1024**3
+
+
+class RoleSampler(threading.Thread):
+    """CPU seconds and peak RSS per role of a process tree, sampled every ``interval_s``."""
+
+    def __init__(self, pid: int, interval_s: float = 0.2) -> None:
+        super().__init__(daemon=True)
+        self.root = psutil.Process(pid)
+        self.interval_s = interval_s
+        self.cpu: dict[int, tuple[str, float]] = {}
+        self.peak: dict[str, int] = collections.defaultdict(int)
+        self.peak_total = 0
+        self.started: dict[int, tuple[str, float]] = {}
+        self._stop_event = threading.Event()
+
+    def role(self, proc: psutil.Process) -> str:
+        if proc.pid == self.root.pid:
+            return "driver python"
+        name = proc.name()
+        if "java" in name:
+            return "spark jvm"
+        return "python workers" if "python" in name or "worker" in name else name
+
+    def run(self) -> None:
+        while not self._stop_event.is_set():
+            try:
+                tree = [self.root, *self.root.children(recursive=True)]
+            except psutil.Error:
+                return
+            rss: dict[str, int] = collections.defaultdict(int)
+            for proc in tree:
+                try:
+                    role = self.role(proc)
+                    times = proc.cpu_times()
+                    memory = proc.memory_info().rss
+                    self.started.setdefault(proc.pid, (role, proc.create_time()))
+                except psutil.Error:
+                    continue
+                self.cpu[proc.pid] = (role, times.user + times.system)
+                rss[role] += memory
+            for role, value in rss.items():
+                self.peak[role] = max(self.peak[role], value)
+            self.peak_total = max(self.peak_total, sum(rss.values()))
+            self._stop_event.wait(self.interval_s)
+
+    def stop(self) -> None:
+        self._stop_event.set()
+        self.join(timeout=5)
+
+    def cpu_by_role(self) -> dict[str, float]:
+        totals: dict[str, float] = collections.defaultdict(float)
+        for role, seconds in self.cpu.values():
+            totals[role] += seconds
+        return dict(totals)
+
+
+def timeline(spec: RunSpec, platform: Platform, sampler: RoleSampler, probe: Any) -> list:
+    """(seconds from the process start, what happened), in order."""
+    from streaming.run.deployment import Deployment
+
+    t0 = sampler.root.create_time()
+    events: list[tuple[float, str]] = []
+    for role, created in sampler.started.values():
+        if role != "driver python":
+            events.append((created - t0, f"{role} process started"))
+    deployment = Deployment(spec.workload.pipeline, platform.version(spec), platform.home(spec))
+    checkpoint = deployment.checkpoint_path
+    if (checkpoint / "metadata").exists():
+        events.append(((checkpoint / "metadata").stat().st_mtime - t0, "query started"))
+    for folder, what in (("offsets", "planned"), ("commits", "checkpoint commit")):
+        for entry in (checkpoint / folder).glob("[0-9]*"):
+            events.append((entry.stat().st_mtime - t0, f"batch {entry.name} {what}"))
+    for at, position, _ in probe.seen:
+        events.append((at - t0, f"table commit covering {sum(position.values()):,} records"))
+    return sorted(events)
+
+
+def top_frames(raw: Path, limit: int = 25) -> list[str]:
+    """The functions with the most py-spy samples (own, and with their callees)."""
+    own: collections.Counter[str] = collections.Counter()
+    total: collections.Counter[str] = collections.Counter()
+    samples = 0
+    for line in raw.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not count.isdigit():
+            continue
+        frames = stack.split(";")
+        n = int(count)
+        samples += n
+        own[frames[-1]] += n
+        for frame in set(frames):
+            total[frame] += n
+    lines = [f"{samples:,} samples; own (with callees): function"]
+    for frame, n in own.most_common(limit):
+        lines.append(f"  {n / samples:6.1%} ({total[frame] / samples:6.1%})  {frame[:150]}")
+    lines.append("most samples with callees:")
+    for frame, n in total.most_common(limit):
+        lines.append(f"  {n / samples:6.1%}  {frame[:150]}")
+    return lines
+
+
+def profile_run(
+    platform: Platform, spec: RunSpec, written: Any, expected: dict, py_spy: bool
+) -> dict[str, Any]:
+    process = EngineProcess(platform, spec)
+    raw = spec.work / "py-spy.txt"
+    if py_spy:
+        beside = Path(sys.executable).parent / "py-spy"
+        spy = str(beside) if beside.exists() else shutil.which("py-spy")
+        if spy is None:
+            raise SystemExit("py-spy is not installed (pip install py-spy)")
+        process.launch.argv[:0] = [spy, "record", "-r", "50", "-s", "-f", "raw", "-o", str(raw)]
+        process.launch.argv.insert(process.launch.argv.index("-o") + 2, "--")
+    ends = {w: e for w, e in written.ends.items() if w[0] in spec.workload.topics}
+    probe = platform.probe(spec)
+    probe.start()
+    process.start()
+    assert process.proc is not None
+    sampler = RoleSampler(process.proc.pid)
+    sampler.start()
+    try:
+        done_at = _until_complete(probe, process, ends, 0, "processing the backlog")
+        if py_spy:  # py-spy writes its profile when the program it runs exits
+            process.proc.wait(timeout=120)
+    finally:
+        sampler.stop()
+        process.stop()
+        probe.stop()
+    verdict = compare(platform.output(spec), expected)
+    return {
+        "wall_s": done_at - process.started_at,
+        "timeline": timeline(spec, platform, sampler, probe),
+        "cpu": sampler.cpu_by_role(),
+        "peak_rss": dict(sampler.peak),
+        "peak_rss_total": sampler.peak_total,
+        "verdict": verdict.line(),
+        "py_spy": top_frames(raw) if py_spy and raw.exists() else [],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    from kappa.broker import EmbeddedBroker
+    from kappa.testing.settings import private_settings
+
+    parser = argparse.ArgumentParser(prog="python -m bench.peers.profile", description=__doc__)
+    parser.add_argument("--workload", default="latest")
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--keys", type=int, default=100_000)
+    parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--py-spy", action="store_true")
+    parser.add_argument("--platform-env", action="append", default=[], metavar="NAME=VALUE")
+    args = parser.parse_args(argv)
+    root = Path(tempfile.mkdtemp(prefix="kappa-profile-"))
+    settings = private_settings(root / "broker-home", full_jit=True, **{"broker.heap": "1g"})
+    env = dict(item.split("=", 1) for item in args.platform_env)
+    platform = Platform(settings, {"platform_env": env})
+    broker = EmbeddedBroker(settings)
+    broker.start()
+    try:
+        disorder = WITHIN_GRACE if args.workload == "spend" else IN_ORDER
+        workload = make(args.workload, args.keys, 1, disorder)
+        recreate_topics(settings, workload.topics)
+        reference = reference_for(args.workload)
+        writer = LogWriter(settings.kafka.bootstrap_servers, reference.add)
+        write_backlog(writer, workload, args.events)
+        expected = reference.table()
+        print(f"load average {os.getloadavg()}; platform env {env or 'default'}", flush=True)
+        for n in range(args.runs):
+            run_id = f"profile-{args.workload}-{n}"
+            spec = RunSpec(
+                workload, run_id, work_dir(root, run_id), settings.kafka.bootstrap_servers, False
+            )
+            for topic in platform.topics_before_run(spec):
+                from bench.peers.producing import delete_topics
+
+                delete_topics(settings, [topic])
+            found = profile_run(platform, spec, writer.written, expected, args.py_spy)
+            print(f"\nrun {n}: {found['wall_s']:.1f} s, output {found['verdict']}")
+            for at, what in found["timeline"]:
+                print(f"  {at:7.2f} s  {what}")
+            cpu = ", ".join(f"{k} {v:.1f}" for k, v in sorted(found["cpu"].items()))
+            print(f"  CPU s: {cpu}; total {sum(found['cpu'].values()):.1f}")
+            rss = ", ".join(f"{k} {v / GB:.2f}" for k, v in sorted(found["peak_rss"].items()))
+            print(f"  peak RSS GB: {rss}; tree {found['peak_rss_total'] / GB:.2f}")
+            for line in found["py_spy"]:
+                print(f"  {line}")
+        print(f"load average {os.getloadavg()}")
+    finally:
+        broker.stop()
+        shutil.rmtree(root, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
