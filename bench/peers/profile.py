@@ -27,7 +27,6 @@ import shutil
 import sys
 import tempfile
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
