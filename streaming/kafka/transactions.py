@@ -54,7 +54,6 @@ class Transaction:
         self._producer = producer
         self._group_metadata = group_metadata
         self._timeout_s = timeout_s
-        self._failures: list[str] = []
 
     def produce(
         self,
@@ -63,12 +62,15 @@ class Transaction:
         value: bytes | None,
         headers: list[tuple[str, bytes]],
     ) -> None:
-        """Queue one record; waits for room when the producer's queue is full."""
+        """Queue one record; waits for room when the producer's queue is full.
+
+        No delivery callback per record: a record that fails puts the transaction in an
+        abortable error state, and its commit raises (librdkafka's ``commit_transaction``). A
+        callback per record cost about a quarter of a batch's sending (250,000 records: 2.2 s
+        with, 1.6 s without)."""
         while True:
             try:
-                self._producer.produce(
-                    topic, key=key, value=value, headers=headers, on_delivery=self._delivered
-                )
+                self._producer.produce(topic, key=key, value=value, headers=headers)
                 return
             except BufferError:
                 self._producer.poll(0.05)
@@ -81,16 +83,12 @@ class Transaction:
             [position], self._group_metadata, self._timeout_s
         )
 
-    def _delivered(self, err: KafkaError | None, _msg: object) -> None:
-        if err is not None:
-            self._failures.append(err.str())
-
     def deliver(self) -> None:
-        """Wait until every queued record is acknowledged; raise if one is not."""
+        """Wait until every queued record is acknowledged or failed; raise if some are still
+        queued (a failed one makes the commit raise)."""
         left = self._producer.flush(self._timeout_s)
-        if left or self._failures:
-            detail = self._failures[0] if self._failures else f"{left} still queued"
-            msg = f"records were not delivered within {self._timeout_s:.0f} s ({detail})"
+        if left:
+            msg = f"records were not delivered within {self._timeout_s:.0f} s ({left} still queued)"
             raise TransactionError(msg)
 
 
