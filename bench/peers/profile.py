@@ -190,6 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keys", type=int, default=100_000)
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--py-spy", action="store_true")
+    parser.add_argument("--keep", action="store_true", help="keep the work directory (logs)")
     parser.add_argument("--platform-env", action="append", default=[], metavar="NAME=VALUE")
     args = parser.parse_args(argv)
     root = Path(tempfile.mkdtemp(prefix="kappa-profile-"))
@@ -229,7 +230,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"load average {os.getloadavg()}")
     finally:
         broker.stop()
-        shutil.rmtree(root, ignore_errors=True)
+        if args.keep:
+            print(f"kept {root}")
+        else:
+            shutil.rmtree(root, ignore_errors=True)
     return 0
 
 
