@@ -120,7 +120,7 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
         rss = mine["peak_rss_max_bytes"]
         value = None if rss is None else 1.5 * GB / rss
         found.append({**_target(f"{workload}: peak RSS <= 1.5 GB", value, 1.0), "shown": _gb(rss)})
-        if results["args"]["rate"] == 5000:
+        if results["args"]["rate"] == 5000 and mine["p95_s"] is not None:
             p95 = mine["p95_s"]
             value = None if p95 is None else 1.0 / p95
             found.append(
