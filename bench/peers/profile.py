@@ -1,10 +1,12 @@
 """Where the platform's cold run spends its time: a timeline and the CPU of each process role.
 
     python -m bench.peers.profile --workload latest --events 1000000 [--py-spy]
-    python -m bench.peers.profile --workload fraud --platform-env KAPPA_JVM_ARCHIVE=off
+    python -m bench.peers.profile --workload fraud --runs 3 \\
+        --variant default: --variant 'no-archive:KAPPA_JVM_ARCHIVE=off'
 
-One embedded broker, one backlog (as ``make bench-peers`` writes it), one cold run of the
-platform (``--runs`` of them, the backlog kept). For each run it prints:
+One embedded broker, one backlog (as ``make bench-peers`` writes it), cold runs of the platform:
+``--runs`` per variant, the variants alternating (A B B A ...), each with its own environment
+(``--variant``), so a setting's effect is measured in one session. For each run it prints:
 
 - the timeline from the process start: the Spark JVM started, the query started (its
   checkpoint's metadata), each micro-batch planned (``offsets/N``) and visible (its Delta
@@ -15,7 +17,8 @@ platform (``--runs`` of them, the backlog kept). For each run it prints:
 - with ``--py-spy``: the driver's and workers' Python, sampled by py-spy (``py-spy record``
   around the run), as the functions with the most samples (own and with callees).
 
-The output is checked against the reference, as in the benchmark.
+The output is checked against the reference, as in the benchmark. At the end: medians per variant
+(wall, first table commit, CPU, peak RSS of the tree).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import argparse
 import collections
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 import threading
@@ -34,9 +38,9 @@ import psutil
 
 from bench.peers.engines import Platform, RunSpec
 from bench.peers.outputs import compare
-from bench.peers.producing import LogWriter, recreate_topics, write_backlog
+from bench.peers.producing import LogWriter, delete_topics, recreate_topics, write_backlog
 from bench.peers.reference import reference_for
-from bench.peers.runs import EngineProcess, _until_complete, work_dir
+from bench.peers.runs import EngineProcess, until_complete, work_dir
 from bench.peers.workloads import IN_ORDER, WITHIN_GRACE, make
 
 GB = 1024**3
@@ -161,7 +165,7 @@ def profile_run(
     sampler = RoleSampler(process.proc.pid)
     sampler.start()
     try:
-        done_at = _until_complete(probe, process, ends, 0, "processing the backlog")
+        done_at = until_complete(probe, process, ends, 0, "processing the backlog")
         if py_spy:  # py-spy writes its profile when the program it runs exits
             process.proc.wait(timeout=120)
     finally:
@@ -180,6 +184,13 @@ def profile_run(
     }
 
 
+def parse_variant(text: str) -> tuple[str, dict[str, str]]:
+    """``LABEL:NAME=VALUE;NAME=VALUE`` (a JSON value may hold ``:`` and ``,``, not ``;``)."""
+    label, _, pairs = text.partition(":")
+    env = dict(pair.split("=", 1) for pair in pairs.split(";") if pair)
+    return label, env
+
+
 def main(argv: list[str] | None = None) -> int:
     from kappa.broker import EmbeddedBroker
     from kappa.testing.settings import private_settings
@@ -188,17 +199,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workload", default="latest")
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--keys", type=int, default=100_000)
-    parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--runs", type=int, default=1, help="runs per variant, alternating")
     parser.add_argument("--py-spy", action="store_true")
     parser.add_argument("--keep", action="store_true", help="keep the work directory (logs)")
-    parser.add_argument("--platform-env", action="append", default=[], metavar="NAME=VALUE")
+    parser.add_argument("--quiet", action="store_true", help="no timeline per run")
+    parser.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="LABEL:NAME=VALUE;...",
+        help="platform environment of a variant (repeatable; default: one, unchanged), e.g. "
+        "'no-archive:KAPPA_JVM_ARCHIVE=off'",
+    )
     args = parser.parse_args(argv)
+    variants = [parse_variant(v) for v in args.variant] or [("default", {})]
     root = Path(tempfile.mkdtemp(prefix="kappa-profile-"))
     settings = private_settings(root / "broker-home", full_jit=True, **{"broker.heap": "1g"})
-    env = dict(item.split("=", 1) for item in args.platform_env)
-    platform = Platform(settings, {"platform_env": env})
     broker = EmbeddedBroker(settings)
     broker.start()
+    found: dict[str, list[dict[str, Any]]] = {label: [] for label, _ in variants}
     try:
         disorder = WITHIN_GRACE if args.workload == "spend" else IN_ORDER
         workload = make(args.workload, args.keys, 1, disorder)
@@ -207,27 +226,25 @@ def main(argv: list[str] | None = None) -> int:
         writer = LogWriter(settings.kafka.bootstrap_servers, reference.add)
         write_backlog(writer, workload, args.events)
         expected = reference.table()
-        print(f"load average {os.getloadavg()}; platform env {env or 'default'}", flush=True)
+        print(f"load average {_load()}", flush=True)
         for n in range(args.runs):
-            run_id = f"profile-{args.workload}-{n}"
-            spec = RunSpec(
-                workload, run_id, work_dir(root, run_id), settings.kafka.bootstrap_servers, False
-            )
-            for topic in platform.topics_before_run(spec):
-                from bench.peers.producing import delete_topics
-
-                delete_topics(settings, [topic])
-            found = profile_run(platform, spec, writer.written, expected, args.py_spy)
-            print(f"\nrun {n}: {found['wall_s']:.1f} s, output {found['verdict']}")
-            for at, what in found["timeline"]:
-                print(f"  {at:7.2f} s  {what}")
-            cpu = ", ".join(f"{k} {v:.1f}" for k, v in sorted(found["cpu"].items()))
-            print(f"  CPU s: {cpu}; total {sum(found['cpu'].values()):.1f}")
-            rss = ", ".join(f"{k} {v / GB:.2f}" for k, v in sorted(found["peak_rss"].items()))
-            print(f"  peak RSS GB: {rss}; tree {found['peak_rss_total'] / GB:.2f}")
-            for line in found["py_spy"]:
-                print(f"  {line}")
-        print(f"load average {os.getloadavg()}")
+            for label, env in variants if n % 2 == 0 else list(reversed(variants)):
+                platform = Platform(settings, {"platform_env": env})
+                run_id = f"profile-{args.workload}-{label}-{n}"
+                spec = RunSpec(
+                    workload,
+                    run_id,
+                    work_dir(root, run_id),
+                    settings.kafka.bootstrap_servers,
+                    False,
+                )
+                delete_topics(settings, platform.topics_before_run(spec))
+                run = profile_run(platform, spec, writer.written, expected, args.py_spy)
+                run["load"] = os.getloadavg()[0]
+                found[label].append(run)
+                _print_run(label, n, run, args.quiet)
+        print(f"\nload average {_load()}")
+        print(summary(found))
     finally:
         broker.stop()
         if args.keep:
@@ -235,6 +252,45 @@ def main(argv: list[str] | None = None) -> int:
         else:
             shutil.rmtree(root, ignore_errors=True)
     return 0
+
+
+def _load() -> str:
+    return "/".join(f"{v:.2f}" for v in os.getloadavg())
+
+
+def _print_run(label: str, n: int, run: dict[str, Any], quiet: bool) -> None:
+    cpu = ", ".join(f"{k} {v:.1f}" for k, v in sorted(run["cpu"].items()) if v >= 0.05)
+    rss = ", ".join(f"{k} {v / GB:.2f}" for k, v in sorted(run["peak_rss"].items()) if v)
+    print(
+        f"\n{label} run {n}: {run['wall_s']:.1f} s, output {run['verdict']}, load "
+        f"{run['load']:.2f}\n  CPU s: {cpu}; total {sum(run['cpu'].values()):.1f}\n  peak RSS "
+        f"GB: {rss}; tree {run['peak_rss_total'] / GB:.2f}",
+        flush=True,
+    )
+    if not quiet:
+        for at, what in run["timeline"]:
+            print(f"  {at:7.2f} s  {what}")
+    for line in run["py_spy"]:
+        print(f"  {line}")
+
+
+def summary(found: dict[str, list[dict[str, Any]]]) -> str:
+    """Medians per variant: wall, first table commit, CPU, peak RSS of the tree."""
+    lines = [f"{'variant':24}{'runs':>5}{'wall s':>8}{'1st commit s':>13}{'CPU s':>7}{'RSS GB':>8}"]
+    for label, runs in found.items():
+        if not runs:
+            continue
+        first = [
+            next((at for at, what in r["timeline"] if what.startswith("table commit")), None)
+            for r in runs
+        ]
+        lines.append(
+            f"{label:24}{len(runs):>5}{statistics.median(r['wall_s'] for r in runs):>8.1f}"
+            f"{statistics.median(f for f in first if f is not None):>13.1f}"
+            f"{statistics.median(sum(r['cpu'].values()) for r in runs):>7.1f}"
+            f"{statistics.median(r['peak_rss_total'] for r in runs) / GB:>8.2f}"
+        )
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

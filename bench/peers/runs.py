@@ -114,7 +114,7 @@ def _drop_run_topics(settings: Settings, spec: RunSpec) -> None:
     delete_topics(settings, lambda name: spec.run_id in name)
 
 
-def _until_complete(
+def until_complete(
     probe: Probe, process: EngineProcess, ends: Position, watermark: int, what: str
 ) -> float:
     """When the engine's output covered ``ends`` (and reached ``watermark``)."""
@@ -146,7 +146,7 @@ def cold_run(
     process = EngineProcess(engine, spec).start()
     try:
         watermark = engine.final_watermark(spec, written.last_ts)
-        done_at = _until_complete(probe, process, ends, watermark, "processing the backlog")
+        done_at = until_complete(probe, process, ends, watermark, "processing the backlog")
         peak = process.peak_rss()
         load_after = os.getloadavg()
     finally:
@@ -203,12 +203,12 @@ def rate_run(
     process = EngineProcess(engine, spec).start()
     try:
         history = dict(writer.written.ends)
-        _until_complete(probe, process, history, 0, "catching up on the history")
+        until_complete(probe, process, history, 0, "catching up on the history")
         measured_from = time.time() + warmup_s
         write_at_rate(writer, workload, rate, warmup_s + seconds)
         written = writer.flush()
         watermark = engine.final_watermark(spec, written.last_ts)
-        _until_complete(probe, process, written.ends, watermark, "the last records to show")
+        until_complete(probe, process, written.ends, watermark, "the last records to show")
         peak = process.peak_rss()
         load_after = os.getloadavg()
     finally:

@@ -1,5 +1,6 @@
 """The benchmarks still run, each at a tiny size, and their own correctness checks hold (the
-state-store benchmark has none: it is only checked to run).
+state-store benchmark has none: it is only checked to run; the peers benchmark's verdicts are
+checked for the two joins, through every engine).
 
 Nothing else runs them, and a benchmark that no longer starts turns the README's figures into
 claims nobody can repeat. Their speed is not judged here: that is what they print.
@@ -19,10 +20,10 @@ from streaming.settings import REPO_ROOT
 pytestmark = pytest.mark.integration
 
 
-def _bench(module: str, *args: str) -> subprocess.CompletedProcess[str]:
+def _bench(module: str, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     """``python -m <module> <args>`` from the repository, as ``make bench-*`` runs it."""
     command = [sys.executable, "-m", module, *args]
-    return subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+    return subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout)
 
 
 def test_the_operators_benchmark_gives_the_hand_rolled_output() -> None:
@@ -67,3 +68,27 @@ def test_the_query_benchmark_finds_the_rows_a_datafusion_read_finds(tmp_path: Pa
     assert ran.stdout.splitlines()[-1] in ("PASS", "FAIL"), ran.stdout[-3000:]
     assert "correct: True" in ran.stdout, ran.stdout
     assert "same rows False" not in ran.stdout, ran.stdout
+
+
+def test_the_peers_benchmark_finds_every_engines_output_right() -> None:
+    # The fraud join and the click-search join: every engine of the benchmark (the platform,
+    # Kafka Streams, Quix Streams, Spark's operators) and the closing records of the windowed
+    # joins. The first run builds Kafka Streams and Quix Streams into the cache (about 30 s).
+    args = ["--events", "3000", "--keys", "500", "--repeats", "1", "--no-latency"]
+    args += ["--semantics-events", "0", "--workloads", "fraud,clicks"]
+    ran = _bench("bench.peers", *args, timeout=600)
+    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
+    verdicts = [
+        line.split()[:3]
+        for line in ran.stdout.splitlines()
+        if line.startswith(("fraud ", "clicks "))
+    ]
+    expected = [
+        [workload, engine, "right"]
+        for workload, engines in (
+            ("fraud", ("platform", "kafka-streams", "quix")),
+            ("clicks", ("platform", "kafka-streams", "quix", "spark")),
+        )
+        for engine in engines
+    ]
+    assert verdicts[: len(expected)] == expected, ran.stdout
