@@ -120,7 +120,9 @@ class Platform(Engine):
             "KAFKA_BOOTSTRAP_SERVERS": spec.bootstrap,
             **self.options.get("platform_env", {}),
         }
-        return Launch(argv, env, REPO_ROOT)
+        # Another checkout's code (an A/B of a code change): python -m and Spark's Python
+        # workers import ``streaming`` from their working directory first.
+        return Launch(argv, env, Path(self.options.get("platform_code", REPO_ROOT)))
 
     def _table(self, spec: RunSpec) -> Path:
         from streaming.run.deployment import Deployment

@@ -185,7 +185,8 @@ def profile_run(
 
 
 def parse_variant(text: str) -> tuple[str, dict[str, str]]:
-    """``LABEL:NAME=VALUE;NAME=VALUE`` (a JSON value may hold ``:`` and ``,``, not ``;``)."""
+    """``LABEL:NAME=VALUE;NAME=VALUE`` (a JSON value may hold ``:`` and ``,``, not ``;``).
+    ``CODE=/path`` runs the platform from another checkout (an A/B of a code change)."""
     label, _, pairs = text.partition(":")
     env = dict(pair.split("=", 1) for pair in pairs.split(";") if pair)
     return label, env
@@ -229,7 +230,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"load average {_load()}", flush=True)
         for n in range(args.runs):
             for label, env in variants if n % 2 == 0 else list(reversed(variants)):
-                platform = Platform(settings, {"platform_env": env})
+                env = dict(env)
+                code = {"platform_code": env.pop("CODE")} if "CODE" in env else {}
+                platform = Platform(settings, {"platform_env": env, **code})
                 run_id = f"profile-{args.workload}-{label}-{n}"
                 spec = RunSpec(
                     workload,
