@@ -125,7 +125,7 @@ class Platform(Engine):
         return Launch(argv, env, Path(self.options.get("platform_code", REPO_ROOT)))
 
     def _table(self, spec: RunSpec) -> Path:
-        from streaming.run.deployment import Deployment
+        from streaming.deployment import Deployment
 
         return Deployment(spec.workload.pipeline, self.version(spec), self.home(spec)).table_path
 

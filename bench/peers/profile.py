@@ -102,7 +102,7 @@ class RoleSampler(threading.Thread):
 
 def timeline(spec: RunSpec, platform: Platform, sampler: RoleSampler, probe: Any) -> list:
     """(seconds from the process start, what happened), in order."""
-    from streaming.run.deployment import Deployment
+    from streaming.deployment import Deployment
 
     t0 = sampler.root.create_time()
     events: list[tuple[float, str]] = []

@@ -90,7 +90,7 @@ def run(
 def _late_dead_letters(platform: Platform, spec: RunSpec, late: set) -> dict[str, Any]:
     """The platform's dead letters with reason ``late`` against the reference's late records."""
     from streaming.delta.dead_letters import DeadLetters
-    from streaming.run.deployment import Deployment
+    from streaming.deployment import Deployment
 
     deployment = Deployment(spec.workload.pipeline, platform.version(spec), platform.home(spec))
     rows = DeadLetters(deployment.dead_letter_path, deployment.app_id).read().to_pylist()
