@@ -6,9 +6,9 @@ Streams and Spark's own operators on the same logs; see ``bench/peers/__init__.p
 
 One embedded broker. Per workload: the backlog is written once, and every engine runs cold over
 it ``--repeats`` times (engines in turn, the order rotating); then every engine runs at the fixed
-rate ``--repeats`` times, each on fresh topics. Then the stateful workloads once more on
-disordered data (``semantics``). Prints the table, the ratios and the targets; writes
-``bench/results/peers-*.json``. Exit code 0 when every run's output was right.
+rate ``--rate-repeats`` times (default ``--repeats``), each on fresh topics. Then the stateful
+workloads once more on disordered data (``semantics``). Prints the table, the ratios and the
+targets; writes ``bench/results/peers-*.json``. Exit code 0 when every run's output was right.
 """
 
 from __future__ import annotations
@@ -40,6 +40,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--workloads", default=",".join(WORKLOADS))
     p.add_argument("--engines", default=",".join(ENGINES))
     p.add_argument("--repeats", type=int, default=3, help="runs per figure (the median)")
+    p.add_argument(
+        "--rate-repeats", type=int, help="fixed-rate runs per figure (default: --repeats)"
+    )
     p.add_argument("--rate", type=int, default=5_000, help="records/s of the latency runs")
     p.add_argument("--latency-seconds", type=float, default=30.0, help="measured, per run")
     p.add_argument("--warmup-seconds", type=float, default=15.0, help="at the rate, unmeasured")
@@ -66,6 +69,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.rate_repeats is None:
+        args.rate_repeats = args.repeats
     results = run(args)
     print()
     print(report.render(results))
@@ -156,7 +161,7 @@ def measure_workload(
             _clean(spec, args)
     if args.no_latency:
         return runs
-    for repeat in range(args.repeats):
+    for repeat in range(args.rate_repeats):
         for engine in _rotated(playing, repeat):
             run_id = f"{name}-{engine.name}-rate-{repeat}"
             spec = RunSpec(

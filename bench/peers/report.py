@@ -150,7 +150,8 @@ def render(results: dict[str, Any]) -> str:
         f"load average (1/5/15 min) at start {_load(results['load_start'])}, "
         f"at end {_load(results['load_end'])}; per run {_load_range(results)}",
         f"{args['events']:,} records per workload, {args['keys']:,} keys; medians of "
-        f"{args['repeats']}; fixed rate {args['rate']:,}/s for {args['latency_seconds']:g} s "
+        f"{args['repeats']} (latency: {args.get('rate_repeats') or args['repeats']}); "
+        f"fixed rate {args['rate']:,}/s for {args['latency_seconds']:g} s "
         f"after {args['warmup_seconds']:g} s of warm-up; commit interval (Kafka Streams, Quix) "
         f"{args['commit_interval_ms']} ms; Kafka Streams threads {args['ks_threads']}",
         "",
