@@ -47,6 +47,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--latency-seconds", type=float, default=30.0, help="measured, per run")
     p.add_argument("--warmup-seconds", type=float, default=15.0, help="at the rate, unmeasured")
     p.add_argument("--no-latency", action="store_true", help="cold runs only")
+    p.add_argument(
+        "--latency-workloads", help="the workloads with fixed-rate runs (default: --workloads)"
+    )
     p.add_argument("--semantics-events", type=int, default=100_000, help="0: skip")
     p.add_argument(
         "--commit-interval-ms",
@@ -159,7 +162,7 @@ def measure_workload(
             runs[engine.name]["cold"].append(result)
             _say(_cold_line(run_id, result))
             _clean(spec, args)
-    if args.no_latency:
+    if args.no_latency or name not in (args.latency_workloads or args.workloads).split(","):
         return runs
     for repeat in range(args.rate_repeats):
         for engine in _rotated(playing, repeat):

@@ -152,8 +152,10 @@ def render(results: dict[str, Any]) -> str:
         f"{args['events']:,} records per workload, {args['keys']:,} keys; medians of "
         f"{args['repeats']} (latency: {args.get('rate_repeats') or args['repeats']}); "
         f"fixed rate {args['rate']:,}/s for {args['latency_seconds']:g} s "
-        f"after {args['warmup_seconds']:g} s of warm-up; commit interval (Kafka Streams, Quix) "
-        f"{args['commit_interval_ms']} ms; Kafka Streams threads {args['ks_threads']}",
+        f"after {args['warmup_seconds']:g} s of warm-up "
+        f"({args.get('latency_workloads') or args['workloads']}); commit interval "
+        f"(Kafka Streams, Quix) {args['commit_interval_ms']} ms; "
+        f"Kafka Streams threads {args['ks_threads']}",
         "",
         f"{'workload':9}{'engine':15}{'output':>8}{'cold s':>9}{'steady ev/s':>13}"
         f"{'p50 s':>8}{'p95 s':>8}{'RSS GB':>8}",
