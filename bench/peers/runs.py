@@ -168,12 +168,14 @@ def cold_run(
 
 
 def steady_rate(probe: Probe, total: int, done_at: float) -> float | None:
-    """Records/s between the first sight of half the log covered and the end (None when one
-    commit covered both: too few batches to tell)."""
+    """Records/s between the first sight of half the log covered and the end (None when fewer
+    than a quarter of the log came after that sight: too few batches to tell; a log read in one
+    batch would be rated on its few closing records)."""
     half = next((at for at, position, _ in probe.seen if sum(position.values()) >= total / 2), None)
     if half is None or done_at <= half:
         return None
-    return (total - probe.count_at(half)) / (done_at - half)
+    after = total - probe.count_at(half)
+    return after / (done_at - half) if after >= total / 4 else None
 
 
 def rate_run(
