@@ -1,10 +1,18 @@
 """Table kinds: how the rows a pipeline's transform returns become its compacted table.
 
-A kind owns four things: the schema of the rows the transform hands over (its *changes*), how
-one micro-batch of changes is reduced before it is written, how the sink writes them (its
-:class:`WriteStrategy`), and, for kinds written by merging, how the reduced rows merge into the
-stored table (the clauses of a Delta merge). The sink asks the kind and knows no kind by name,
-so a new kind is a new class here.
+A kind owns: the schema of the rows the transform hands over (its *changes*), how one share of a
+micro-batch's changes is reduced to at most one change per key before it is written
+(:meth:`TableKind.reduce_share`), how the sink writes them (its :class:`WriteStrategy`), and,
+for kinds written by merging, how the reduced rows merge into the stored table (the clauses of a
+Delta merge). The sink asks the kind and knows no kind by name, so a new kind is a new class
+here.
+
+Every built-in kind is written with deletion vectors (``UPSERT_DELETE``): ``LatestPerKey`` keeps
+the change from the highest source position; ``ChangeRows`` takes full rows, at most one per key
+per batch; ``Accumulate`` folds each batch row into the stored row of its key, read by key where
+the share is written (``fold``). Only a kind that gives nothing but merge clauses, or an
+``Accumulate`` whose updates are SQL beyond the column arithmetic ``update_expressions``
+evaluates, is merged.
 """
 
 from __future__ import annotations
@@ -17,6 +25,8 @@ from typing import ClassVar, Protocol, Self
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from streaming.define.update_expressions import UnsupportedUpdate, Update, parse
 
 
 class Merger(Protocol):
@@ -41,7 +51,7 @@ class WriteStrategy(Enum):
     and replaced rows are marked in deletion vectors, so a batch costs what it holds whatever the
     table's size, and the data files are written where the changes are (on the executors).
     ``MERGE``: a delta-rs merge on the driver, which rewrites every file a batch touches; for
-    kinds whose new row depends on the stored one.
+    kinds that only give merge clauses (SQL the sink cannot evaluate by itself).
     """
 
     UPSERT_DELETE = "upsert_delete"
@@ -53,11 +63,29 @@ class TableKind(ABC):
 
     key: str
     write_strategy: ClassVar[WriteStrategy] = WriteStrategy.MERGE
+    # The table's columns holding each row's source (partition, offset), if it keeps them: a
+    # stored row is then only replaced by a change from a higher position.
+    position: ClassVar[tuple[str, str] | None] = None
+    # Whether a share is folded into the stored rows of its keys (``fold``) before it is written.
+    reads_stored_rows: ClassVar[bool] = False
+    # Whether the source positions of changes order them (several changes of a key in one batch
+    # are allowed: the latest wins); otherwise a key changes at most once per batch.
+    orders_changes: ClassVar[bool] = False
 
     @property
     def keys(self) -> tuple[str, ...]:
         """Every key column (a composite key has more than ``key``)."""
         return (self.key,)
+
+    def reduce_share(self, changes: pa.Table) -> pa.Table:
+        """One share of a batch's changes (with ``_partition``, ``_offset``, ``_delete``) as at
+        most one change per key; for the deletion-vector sink."""
+        return changes
+
+    def fold(self, batch: pa.Table, stored: pa.Table, matched: pa.Array) -> pa.Table:
+        """The new rows of ``batch``'s keys from their ``stored`` rows (aligned with ``batch``;
+        ``matched`` false where a key has none); for kinds that read stored rows."""
+        raise NotImplementedError
 
     def change_schema(self, table_schema: pa.Schema) -> pa.Schema:
         """The Arrow schema of the rows a transform hands to the sink."""
@@ -89,8 +117,9 @@ class LatestPerKey(TableKind):
     """
 
     key: str
-    position: tuple[str, str] | None = None
+    position: tuple[str, str] | None = None  # type: ignore[misc]
     write_strategy: ClassVar[WriteStrategy] = WriteStrategy.UPSERT_DELETE
+    orders_changes: ClassVar[bool] = True
 
     def change_schema(self, table_schema: pa.Schema) -> pa.Schema:
         extra = [
@@ -101,6 +130,9 @@ class LatestPerKey(TableKind):
         return pa.schema([*table_schema, *extra])
 
     def reduce(self, changes: pa.Table) -> pa.Table:
+        return latest_per_key(changes, self.key)
+
+    def reduce_share(self, changes: pa.Table) -> pa.Table:
         return latest_per_key(changes, self.key)
 
     def rows_to_append(self, changes: pa.Table) -> pa.Table:
@@ -122,10 +154,12 @@ class LatestPerKey(TableKind):
 class ChangeRows(TableKind):
     """Full-row upserts and deletes, at most one per key per batch: what a stateful plan's
     operator emits. The change rows are the table's columns plus ``_delete``. ``also`` names
-    the further columns of a composite key."""
+    the further columns of a composite key. A key changed twice in one batch is refused (nothing
+    says which change is the latest)."""
 
     key: str
     also: tuple[str, ...] = ()
+    write_strategy: ClassVar[WriteStrategy] = WriteStrategy.UPSERT_DELETE
 
     @property
     def keys(self) -> tuple[str, ...]:
@@ -148,11 +182,45 @@ class ChangeRows(TableKind):
 @dataclass(frozen=True)
 class Accumulate(TableKind):
     """A running aggregate per key: the transform returns one row per key for the batch, and
-    ``updates`` says how a batch row folds into the stored row (SQL over ``t.`` and ``s.``).
+    ``updates`` says how a batch row folds into the stored row (SQL over ``t.`` and ``s.``; a
+    column without an update keeps its stored value, a new key takes the batch row).
+
+    Updates made of column arithmetic (``streaming.define.update_expressions``) are folded where
+    the batch's rows are, with the stored row read by key, and written with deletion vectors;
+    other SQL is left to a Delta merge on the driver.
     """
 
     key: str
     updates: dict[str, str]
+    reads_stored_rows: ClassVar[bool] = True
+
+    @property
+    def write_strategy(self) -> WriteStrategy:  # type: ignore[override]
+        return WriteStrategy.MERGE if self._parsed() is None else WriteStrategy.UPSERT_DELETE
+
+    def _parsed(self) -> dict[str, Update] | None:
+        try:
+            return {column: parse(sql) for column, sql in self.updates.items()}
+        except UnsupportedUpdate:
+            return None
+
+    def reduce_share(self, changes: pa.Table) -> pa.Table:
+        return changes
+
+    def fold(self, batch: pa.Table, stored: pa.Table, matched: pa.Array) -> pa.Table:
+        parsed = self._parsed()
+        assert parsed is not None, "only evaluable updates are folded"
+        s = {name: batch[name].combine_chunks() for name in batch.column_names}
+        t = {name: stored[name].combine_chunks() for name in stored.column_names}
+        columns = {}
+        for name in stored.column_names:
+            if name in self.keys:
+                columns[name] = s[name]
+                continue
+            new = parsed[name].evaluate(t, s, batch.num_rows) if name in parsed else t[name]
+            new = new.cast(stored.schema.field(name).type)
+            columns[name] = pc.if_else(matched, new, s[name].cast(new.type))
+        return pa.table(columns, schema=stored.schema)
 
     def merge(self, merger: Merger, columns: dict[str, str]) -> Merger:
         return merger.when_matched_update(updates=self.updates).when_not_matched_insert(

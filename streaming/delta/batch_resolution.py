@@ -4,7 +4,8 @@ Per key, the change with the highest (partition, offset) in the batch wins; ever
 of that key in the batch is deleted in its new file. The winner then replaces the stored row,
 unless the table keeps source positions and the stored row comes from a later record (a key
 that moved partitions), in which case the winner is deleted instead. A winning delete removes
-the stored row and adds none.
+the stored row and adds none. Kinds whose changes carry no position that orders them take at
+most one change per key per batch, across all its shares: a second one is refused.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from streaming.delta.key_index import MISSING, KeyIndex, split
+from streaming.errors import TableError
 
 
 @dataclass
@@ -65,11 +67,21 @@ class Changes:
         return self.keys.take(pa.array(picked)), self.partitions[picked], self.offsets[picked]
 
 
-def resolve(index: KeyIndex, changes: Changes, guard_positions: bool) -> Resolution:
-    """The deletes and index moves of one batch (nothing is changed here)."""
+def resolve(
+    index: KeyIndex, changes: Changes, guard_positions: bool, duplicates: str | None = None
+) -> Resolution:
+    """The deletes and index moves of one batch (nothing is changed here).
+
+    Raises:
+        TableError: ``duplicates`` is given (the kind takes one change per key per batch, this
+            is why) and a key has two changes.
+    """
     if len(changes.keys) == 0:
         return Resolution()
     winners, losers = _winners(changes)
+    if duplicates is not None and len(losers):
+        twice = changes.keys.take(pa.array(losers[:3])).to_pylist()
+        raise TableError(f"keys {twice} changed twice in one batch: {duplicates}")
     new_deletes = [_in_new_files(changes, losers)]
     keys = changes.keys.take(pa.array(winners)).to_pylist()
     stored = index.lookup(keys)

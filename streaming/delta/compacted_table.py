@@ -6,10 +6,12 @@ already committed (Spark re-runs the last batch after a crash) and is skipped, s
 point neither loses nor duplicates a row. Each commit also records the source offsets it covers
 (``streaming.delta.commit_info``).
 
-How a batch is written is the table kind's choice (``WriteStrategy``): upsert/delete kinds go to
-a :class:`~streaming.delta.dv_table.DvTable` (new files plus deletion vectors, the files written
-where the changes are), kinds whose new row depends on the stored one to a
-:class:`~streaming.delta.merge_table.MergeTable` (a delta-rs merge on the driver).
+How a batch is written is the table kind's choice (``WriteStrategy``): upsert/delete kinds
+(every built-in kind: ``LatestPerKey``, ``ChangeRows`` with one or more key columns,
+``Accumulate`` with evaluable updates) go to a :class:`~streaming.delta.dv_table.DvTable` (new
+files plus deletion vectors, the files written where the changes are), kinds that only give
+merge clauses to a :class:`~streaming.delta.merge_table.MergeTable` (a delta-rs merge on the
+driver).
 
 The entry point is narrow so any engine can call it: :meth:`CompactedTable.apply` takes one
 batch's changes as an Arrow table, the batch id and what the commit records. For upsert/delete
@@ -20,6 +22,9 @@ kinds the changes are full rows (the table's columns) plus ``_delete``, and eith
   position would replace; or
 - no position columns (the output of a stateful operator): at most one change per key per
   batch, each replacing or deleting its key's row; a duplicate key is refused with an error.
+
+For ``Accumulate`` the changes are the table's columns, one row per key, each folded into its
+key's stored row.
 
 :meth:`CompactedTable.commit_shares` is the same commit for changes whose data files were
 written elsewhere (``ShareWriter.write`` on the executors).
@@ -42,7 +47,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from streaming.define.table_kinds import LatestPerKey, TableKind, WriteStrategy
+from streaming.define.table_kinds import TableKind, WriteStrategy
 from streaming.delta.commit_info import commit_info
 from streaming.delta.data_files import ShareWriter
 from streaming.delta.dv_table import DvTable
@@ -85,9 +90,6 @@ class CompactedTable:
         self._merge: MergeTable | None = None
         self.maintenance: Maintenance | None = None
         if kind.write_strategy is WriteStrategy.UPSERT_DELETE:
-            if not isinstance(kind, LatestPerKey):
-                msg = f"{type(kind).__name__}: upsert/delete tables need LatestPerKey's changes"
-                raise TypeError(msg)
             self._dv = DvTable(self.location, schema, kind, app_id)
             self.maintenance = Maintenance(self._dv, policy or MaintenancePolicy())
         else:
@@ -143,7 +145,7 @@ class CompactedTable:
                 done = self._dv.committed_batch()
                 if done is not None and done >= batch_id:
                     return CommitResult(batch_id, True, self._dv.version, changes.num_rows)
-                shares = self._dv.writer.write(changes, batch_id)
+                shares = self._dv.writer.write(changes, batch_id, self._dv.version)
                 return self.commit_shares(shares, batch_id, end_offsets, deployment, fingerprint)
         assert self._merge is not None
         info = commit_info(batch_id, end_offsets, deployment, fingerprint)

@@ -1,10 +1,13 @@
 """Writing one share of a batch's changes as a data file, wherever the share is (driver or task).
 
 A *share* is the part of one micro-batch's changes that one writer holds: a Spark task's rows on
-an executor, or a whole batch on the driver. The writer reduces its share to the latest change per
-key, writes the surviving rows (not the deletes) as one Parquet file into the table, and returns
-a *written share*: the file's entry and, per reduced change, its key, source position, whether it
-deletes, and its row in the file. That is all the committing side needs: it never sees the rows.
+an executor, or a whole batch on the driver. The writer reduces its share to one change per key
+(the table kind's ``reduce_share``; a kind that reads stored rows first folds each change into
+its key's stored row, read from :mod:`streaming.delta.stored_rows` at the table version the batch
+starts from), writes the surviving rows (not the deletes) as one Parquet file into the table,
+and returns a *written share*: the file's entry and, per reduced change, its key (one value, also
+for a composite key: ``streaming.delta.table_keys``), source position, whether it deletes, and
+its row in the file. That is all the committing side needs: it never sees the rows.
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from streaming.define.table_kinds import LatestPerKey
+from streaming.define.table_kinds import TableKind
+from streaming.delta.table_keys import key_array, key_type
 from streaming.delta.table_store import TableLocation, TableStore
 from streaming.errors import TableError
 
@@ -47,17 +51,25 @@ class ShareWriter:
 
     location: TableLocation
     schema: pa.Schema
-    kind: LatestPerKey
+    kind: TableKind
 
-    def write(self, changes: pa.Table, batch_id: int) -> pa.Table:
+    @property
+    def key_type(self) -> pa.DataType:
+        return key_type(self.schema, self.kind.keys)
+
+    def write(self, changes: pa.Table, batch_id: int, read_version: int | None = None) -> pa.Table:
         """Write one share of batch ``batch_id``; returns it as one row of :func:`share_schema`.
 
         ``changes`` holds the table's columns and ``_delete``, and either the source position
         of each change (``_partition``, ``_offset``: the share is reduced to the latest change
         per key) or none (an operator's output: at most one change per key, each replacing its
-        key's row).
+        key's row). A kind that reads stored rows (``Accumulate``) takes the table's columns only
+        and folds them into the rows stored at ``read_version``, the version the batch starts
+        from.
         """
-        reduced = self.kind.reduce(_positioned(changes, self.kind))
+        if self.kind.reads_stored_rows:
+            changes = self._folded(changes, read_version)
+        reduced = self.kind.reduce_share(_positioned(changes, self.kind))
         self._check_positions(reduced)
         keep = pc.invert(reduced["_delete"].combine_chunks())
         rows = reduced.filter(keep).select(self.schema.names).cast(self.schema)
@@ -66,9 +78,9 @@ class ShareWriter:
         entry = {"path": None, "size": 0, "modification_time": 0, "num_records": 0, "stats": None}
         if rows.num_rows:
             entry = self._write_file(rows, batch_id)
-        schema = share_schema(self.schema.field(self.kind.key).type)
+        schema = share_schema(self.key_type)
         lists = {
-            "keys": reduced[self.kind.key],
+            "keys": key_array(reduced, self.kind.keys),
             "partitions": reduced["_partition"],
             "offsets": reduced["_offset"],
             "deletes": reduced["_delete"],
@@ -80,6 +92,19 @@ class ShareWriter:
             flat = flat.cast(schema.field(name).type.value_type)
             columns[name] = pa.ListArray.from_arrays(pa.array([0, len(flat)], pa.int32()), flat)
         return pa.table(columns, schema=schema)
+
+    def _folded(self, changes: pa.Table, read_version: int | None) -> pa.Table:
+        """The batch rows folded into their keys' stored rows, as deletes-free changes."""
+        from streaming.delta.stored_rows import stored_rows
+
+        if read_version is None:
+            msg = f"{type(self.kind).__name__} folds into the stored rows: give the read_version"
+            raise TableError(msg)
+        rows = changes.select(self.schema.names).cast(self.schema)
+        keys = key_array(rows, self.kind.keys)
+        stored, matched = stored_rows(self.location, self.schema, self.kind, read_version).get(keys)
+        folded = self.kind.fold(rows, stored, matched)
+        return folded.append_column("_delete", pa.array([False] * folded.num_rows))
 
     def _write_file(self, rows: pa.Table, batch_id: int) -> dict[str, object]:
         name = f"part-{batch_id:010d}-{uuid.uuid4().hex}.parquet"
@@ -115,7 +140,7 @@ class ShareWriter:
             raise TableError(msg)
 
 
-def _positioned(changes: pa.Table, kind: LatestPerKey) -> pa.Table:
+def _positioned(changes: pa.Table, kind: TableKind) -> pa.Table:
     """``changes`` with position columns: as given, or zeros for changes without a position."""
     if "_partition" in changes.column_names and "_offset" in changes.column_names:
         return changes
@@ -125,16 +150,22 @@ def _positioned(changes: pa.Table, kind: LatestPerKey) -> pa.Table:
             "change's _partition and _offset"
         )
         raise TableError(msg)
-    keys = changes[kind.key]
+    keys = key_array(changes, kind.keys)
     if pc.count_distinct(keys, mode="all").as_py() != changes.num_rows:
-        msg = (
-            f"changes without _partition/_offset must hold at most one change per {kind.key!r} "
-            "in a batch (nothing says which of two would be the latest)"
-        )
-        raise TableError(msg)
+        raise TableError(duplicate_key_message(kind))
     zeros = pa.array([0] * changes.num_rows, pa.int64())
     return changes.append_column("_partition", zeros.cast(pa.int32())).append_column(
         "_offset", zeros
+    )
+
+
+def duplicate_key_message(kind: TableKind) -> str:
+    key = ", ".join(kind.keys)
+    return (
+        f"changes without _partition/_offset must hold at most one change per key ({key}) in a "
+        "batch: nothing says which of two would be the latest. For a stateful plan, each output "
+        "key must come from one input partition: key the output by a column the input's Kafka "
+        "key determines, or repartition the input by it first"
     )
 
 

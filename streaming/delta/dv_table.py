@@ -24,13 +24,14 @@ import pyarrow as pa
 from deltalake import DeltaTable
 from pyroaring import BitMap64
 
-from streaming.define.table_kinds import LatestPerKey
+from streaming.define.table_kinds import TableKind
 from streaming.delta import deletion_vectors as dvs
 from streaming.delta.batch_resolution import Changes, resolve
-from streaming.delta.data_files import ShareWriter
+from streaming.delta.data_files import ShareWriter, duplicate_key_message
 from streaming.delta.key_index import KeyIndex
 from streaming.delta.log_entries import FileEntry, commit_info, publish, txn
 from streaming.delta.log_replay import LogSnapshot, replay
+from streaming.delta.table_keys import key_array
 from streaming.delta.table_store import CommitConflictError, TableLocation, TableStore
 
 
@@ -48,7 +49,7 @@ class DvTable:
     """One deployment's upsert/delete table. Opened (index built) on first use."""
 
     def __init__(
-        self, location: TableLocation, schema: pa.Schema, kind: LatestPerKey, app_id: str
+        self, location: TableLocation, schema: pa.Schema, kind: TableKind, app_id: str
     ) -> None:
         self.location = location
         self.schema = schema
@@ -89,7 +90,7 @@ class DvTable:
             deleted = dvs.read_dv(descriptor, content)
         self.deleted[entry.path] = deleted
         part, offset = self.kind.position or ("_partition", "_offset")
-        columns = [self.kind.key, *((part, offset) if self.kind.position else ())]
+        columns = [*self.kind.keys, *((part, offset) if self.kind.position else ())]
         rows = self.store.read_parquet(entry.path, columns)
         live = None
         if len(deleted):
@@ -99,7 +100,7 @@ class DvTable:
             partitions, offsets = rows[part].to_numpy(), rows[offset].to_numpy()
         else:  # without a stored position any change replaces the row: none is kept
             partitions = offsets = np.zeros(0, dtype=np.int64)
-        self.index.add_file(entry.path, rows[self.kind.key], partitions, offsets, live)
+        self.index.add_file(entry.path, key_array(rows, self.kind.keys), partitions, offsets, live)
 
     def _dv_file(self, descriptor: dvs.Descriptor) -> bytes:
         return self.store.read(descriptor.file_name)
@@ -165,7 +166,8 @@ class DvTable:
 
     def _commit(self, shares: pa.Table, batch_id: int, info: dict[str, str]) -> BatchCommit:
         changes = Changes.of(shares)
-        resolution = resolve(self.index, changes, guard_positions=self.kind.position is not None)
+        duplicates = None if self.kind.orders_changes else duplicate_key_message(self.kind)
+        resolution = resolve(self.index, changes, self.kind.position is not None, duplicates)
         touched: list[tuple[FileEntry, BitMap64]] = []  # stored files and their new DV
         for file_id, rows in resolution.stored_deletes.items():
             path = self.index.paths[file_id]

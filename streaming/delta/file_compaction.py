@@ -24,6 +24,7 @@ from streaming.delta import deletion_vectors as dvs
 from streaming.delta.data_files import file_stats
 from streaming.delta.dv_table import DvTable
 from streaming.delta.log_entries import FileEntry, commit_info, now_ms, publish
+from streaming.delta.table_keys import key_array
 
 
 @dataclass(frozen=True)
@@ -100,7 +101,7 @@ def prepare(table: DvTable, sources: list[Source]) -> Prepared:
     data = sink.getvalue()
     table.store.write(name, data.to_pybytes())
     entry = FileEntry(name, data.size, now_ms(), rows.num_rows, file_stats(rows))
-    return Prepared(sources, entry, rows[table.kind.key].combine_chunks())
+    return Prepared(sources, entry, key_array(rows, table.kind.keys))
 
 
 def finish(table: DvTable, job: Prepared) -> int:

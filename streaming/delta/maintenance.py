@@ -95,6 +95,10 @@ class Maintenance:
             file_compaction.finish(self.table, file_compaction.prepare(self.table, sources))
             self.stats.compactions += 1
 
+    def checkpoint_now(self) -> None:
+        """Write a Delta checkpoint in this thread (tools and tests)."""
+        self._checkpoint()
+
     def cleanup_now(self, now: float | None = None) -> list[str]:
         return remove_unreferenced(self.table, self.policy.retention_s, self._keep, now)
 

@@ -18,19 +18,27 @@ from streaming.delta.data_files import ShareWriter, share_schema
 
 
 def write_shares(
-    changes: DataFrame, writer: ShareWriter, change_schema: pa.Schema, batch_id: int
+    changes: DataFrame,
+    writer: ShareWriter,
+    change_schema: pa.Schema,
+    batch_id: int,
+    read_version: int | None = None,
 ) -> pa.Table:
-    """Write every task's share of ``changes`` into the table; returns the written shares."""
+    """Write every task's share of ``changes`` into the table; returns the written shares.
+
+    ``read_version`` is the table version the batch starts from (the rows a kind that reads
+    stored rows folds into).
+    """
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    schema = share_schema(writer.schema.field(writer.kind.key).type)
+    schema = share_schema(writer.key_type)
 
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         received = [b for b in batches if b.num_rows]
         if not received:
             return
         rows = pa.Table.from_batches(received).select(change_schema.names).cast(change_schema)
-        yield from writer.write(rows, batch_id).to_batches()
+        yield from writer.write(rows, batch_id, read_version).to_batches()
 
     written = changes.mapInArrow(write, from_arrow_schema(schema)).toArrow()
     return written.cast(schema)

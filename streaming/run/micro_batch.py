@@ -126,7 +126,8 @@ class BatchWriter:
         decoded = self.splitter.split(batch)
         changes = self.pipeline.transform(decoded.good)
         if self.table.writes_shares:
-            shares = write_shares(changes, self.table.share_writer(), self.change_schema, batch_id)
+            writer, version = self.table.share_writer(), self.table.version()
+            shares = write_shares(changes, writer, self.change_schema, batch_id, version)
         else:
             arrow = changes.toArrow().select(self.change_schema.names).cast(self.change_schema)
         input_rows, dead_rows = decoded.counts()

@@ -311,11 +311,12 @@ def operator_output(path: Path) -> Built:
 
 
 def change_rows(path: Path) -> Built:
-    """``ChangeRows`` with one key column: written by delta-rs merges."""
-    table = CompactedTable(path, TOTALS, ChangeRows("id"), "app")
+    """``ChangeRows`` with one key column: deletion vectors, compacted, checkpointed."""
+    policy = _maintained(compact_every=3, checkpoint_every=4, cleanup_every=5)
+    table = CompactedTable(path, TOTALS, ChangeRows("id"), "app", policy)
     keys = [f"c{i:03d}" for i in range(60)]
     expected = _upserts_and_deletes(table, TOTALS, keys, lambda r: r["id"], _total, 8)
-    return Built(path, expected, frozenset({"merge"}))
+    return Built(path, expected, frozenset({"dv", "checkpoint", "compaction"}))
 
 
 def _window(key: tuple[str, int], batch_id: int) -> Row:
@@ -332,18 +333,38 @@ def _window(key: tuple[str, int], batch_id: int) -> Row:
 
 
 def composite_change_rows(path: Path) -> Built:
-    """``ChangeRows`` keyed by (customer, window start), as a windowed plan writes it."""
-    table = CompactedTable(path, WINDOWS, ChangeRows("customer_id", also=("window_start",)), "app")
+    """``ChangeRows`` keyed by (customer, window start), as a windowed plan writes it: deletion
+    vectors, compacted, checkpointed."""
+    policy = _maintained(compact_every=3, checkpoint_every=4, cleanup_every=5)
+    kind = ChangeRows("customer_id", also=("window_start",))
+    table = CompactedTable(path, WINDOWS, kind, "app", policy)
     keys = [(f"u{c}", h * 3_600_000) for c in range(10) for h in range(6)]
     expected = _upserts_and_deletes(
         table, WINDOWS, keys, lambda r: (r["customer_id"], r["window_start"]), _window, 8
     )
-    return Built(path, expected, frozenset({"merge"}))
+    return Built(path, expected, frozenset({"dv", "checkpoint", "compaction"}))
 
 
 def accumulate(path: Path) -> Built:
-    """``Accumulate``: each batch's per-key sums folded into the stored row by a merge."""
-    table = CompactedTable(path, SPEND, SPEND_KIND, "app")
+    """``Accumulate``: each batch's per-key sums folded into the stored row read by key, written
+    with deletion vectors, compacted and checkpointed."""
+    policy = _maintained(compact_every=3, checkpoint_every=4, cleanup_every=5)
+    table = CompactedTable(path, SPEND, SPEND_KIND, "app", policy)
+    return Built(path, _fold_batches(table), frozenset({"dv", "checkpoint", "compaction"}))
+
+
+def merged_accumulate(path: Path) -> Built:
+    """An ``Accumulate`` whose updates are SQL beyond column arithmetic: delta-rs merges."""
+    updates = {
+        **SPEND_KIND.updates,
+        "txn_count": "CASE WHEN TRUE THEN t.txn_count + s.txn_count END",
+    }
+    table = CompactedTable(path, SPEND, Accumulate(key="customer_id", updates=updates), "app")
+    return Built(path, _fold_batches(table), frozenset({"merge"}))
+
+
+def _fold_batches(table: CompactedTable) -> list[Row]:
+    """Random per-key sums through ``CompactedTable.apply``; returns the expected rows."""
     rng, stored = random.Random(9), {}
     for batch_id in range(8):
         rows = []
@@ -359,7 +380,7 @@ def accumulate(path: Path) -> Built:
                 count, amount = count + old["txn_count"], amount + old["total_amount"]
                 ts = max(ts, old["last_txn_ts"])
             stored[key] = dict(zip(SPEND.names, (key, count, amount, ts), strict=True))
-    return Built(path, list(stored.values()), frozenset({"merge"}))
+    return list(stored.values())
 
 
 def dead_letters(path: Path) -> Built:
@@ -395,6 +416,7 @@ BUILDERS: dict[str, Callable[[Path], Built]] = {
     "change_rows": change_rows,
     "composite_change_rows": composite_change_rows,
     "accumulate": accumulate,
+    "merged_accumulate": merged_accumulate,
     "dead_letters": dead_letters,
 }
 
