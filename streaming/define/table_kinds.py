@@ -71,6 +71,8 @@ class TableKind(ABC):
     # Whether the source positions of changes order them (several changes of a key in one batch
     # are allowed: the latest wins); otherwise a key changes at most once per batch.
     orders_changes: ClassVar[bool] = False
+    # Whether a change can delete its key's row (a row is otherwise only ever replaced).
+    deletes_rows: ClassVar[bool] = True
 
     @property
     def keys(self) -> tuple[str, ...]:
@@ -193,6 +195,7 @@ class Accumulate(TableKind):
     key: str
     updates: dict[str, str]
     reads_stored_rows: ClassVar[bool] = True
+    deletes_rows: ClassVar[bool] = False
 
     @property
     def write_strategy(self) -> WriteStrategy:  # type: ignore[override]

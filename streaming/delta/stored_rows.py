@@ -98,8 +98,9 @@ class StoredRows:
         self.version = snapshot.version
 
     def _apply(self, content: bytes) -> None:
-        """One log entry: rows its DVs and removes delete leave the index, then its new files
-        join it (a compaction's file takes over its sources' keys)."""
+        """One log entry: its new files join the index (a key's new row, a compaction's file
+        taking over its sources' keys), then rows its DVs and removes delete leave it, unless
+        their key already points at a newer row."""
         removed: set[str] = set()
         added: list[FileEntry] = []
         for action in parse_entry(content):
@@ -108,32 +109,33 @@ class StoredRows:
             elif "remove" in action:
                 removed.add(action["remove"]["path"])
         readded = {entry.path for entry in added}
-        for path in removed - readded:
-            known = self.files.pop(path, None)
-            if known is not None:
-                self._unindex(path, known, BitMap64(range(known.entry.num_records)))
-                self.index.forget_file(path)
-        for entry in added:
-            known = self.files.get(entry.path)
-            if known is None:
-                continue
-            deleted = self._deleted(entry)
-            self._unindex(entry.path, known, deleted - known.deleted)
-            known.entry, known.deleted = entry, deleted
         for entry in added:
             if entry.path not in self.files:
                 self._add(entry)
+        for entry in added:
+            known = self.files[entry.path]
+            if known.entry is not entry and known.entry.deletion_vector != entry.deletion_vector:
+                deleted = self._deleted(entry)
+                # Without deletes, a row a DV deletes was replaced, and its key repointed above.
+                if self.kind.deletes_rows:
+                    self._unindex(entry.path, known, deleted - known.deleted)
+                known.entry, known.deleted = entry, deleted
+        for path in removed - readded:
+            known = self.files.pop(path, None)
+            if known is not None:
+                if self.kind.deletes_rows:
+                    self._unindex(path, known, BitMap64(range(known.entry.num_records)))
+                self.index.forget_file(path)
 
     def _unindex(self, path: str, known: _File, rows: BitMap64) -> None:
-        """Keys whose live row is one of ``rows`` of ``path`` lose it (until a newer file)."""
+        """Keys whose live row is one of ``rows`` of ``path`` lose it."""
         if not len(rows):
             return
-        picked = dvs.to_numpy(rows)
-        file_id = self.index.ids[path]
+        picked = dvs.to_numpy(rows).astype(np.int64)
         keys = known.keys.take(pa.array(picked)).to_pylist()
-        at = location(file_id, picked.astype(np.int64)).tolist()
-        stale = [k for k, loc in zip(keys, at, strict=True) if self.index.locations.get(k) == loc]
-        self.index.drop(stale)
+        at = location(self.index.ids[path], picked)
+        stale = self.index.lookup(keys) == at
+        self.index.drop([key for key, gone in zip(keys, stale.tolist(), strict=True) if gone])
 
     def _add(self, entry: FileEntry) -> None:
         rows = self.store.read_parquet(entry.path).select(self.schema.names)
