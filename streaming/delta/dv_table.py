@@ -242,6 +242,8 @@ class DvTable:
             if entry.path not in self.snapshot.files:
                 continue
             keys, partitions, offsets = changes.in_file(share)
+            if self.kind.position is None:  # no stored position: none is kept (as at open)
+                partitions = offsets = np.zeros(0, dtype=np.int64)
             live = None
             if len(deleted):
                 live = np.ones(entry.num_records, dtype=bool)

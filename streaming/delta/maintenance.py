@@ -65,11 +65,15 @@ class Maintenance:
         job = self._result(future)
         if job is None:
             return
+        published = self.table.snapshot.version
         try:
             file_compaction.finish(self.table, job)
             self.stats.compactions += 1
         except Exception as exc:  # the rewritten file stays unreferenced; cleanup removes it
             self._failed("publishing a compaction", exc)
+            if self.table.snapshot.version != published:
+                # Published but not followed in memory: take the table as its log says.
+                self.table.open()
         finally:
             self._pending = None
 

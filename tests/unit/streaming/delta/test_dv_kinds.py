@@ -56,9 +56,13 @@ SMALL = CompactionPolicy(max_deleted_fraction=0.1, small_file_rows=50, min_small
 Row = dict[str, Any]
 
 
-def _manual(**kwargs: Any) -> MaintenancePolicy:
+def _manual(compaction: CompactionPolicy = SMALL, **kwargs: Any) -> MaintenancePolicy:
     settings = {"compact_every": 10**9, "checkpoint_every": 10**9, "cleanup_every": 10**9}
-    return MaintenancePolicy(compaction=SMALL, background=False, **(settings | kwargs))
+    return MaintenancePolicy(compaction=compaction, background=False, **(settings | kwargs))
+
+
+# Every file is small: each compaction rewrites them all, the previous compaction's file too.
+ALL_SMALL = CompactionPolicy(small_file_rows=10**6, min_small_files=2)
 
 
 def _apply_in_shares(table: CompactedTable, rows: list[Row], batch_id: int, shares: int) -> None:
@@ -108,7 +112,8 @@ def _window_batch(rng: random.Random, keys: list[tuple[str, int]], batch_id: int
 
 
 def test_composite_change_rows_equal_the_reference_for_every_reader(tmp_path):
-    table = CompactedTable(tmp_path / "t", WINDOWS, WINDOW_KIND, "app", _manual(retention_s=0))
+    policy = _manual(ALL_SMALL, retention_s=0)
+    table = CompactedTable(tmp_path / "t", WINDOWS, WINDOW_KIND, "app", policy)
     assert table.writes_shares
     # The same customer in several windows, and window starts that read alike as text.
     keys = [(f"c{c}", h * 3_600_000) for c in range(8) for h in range(8)] + [("c1", 1), ("c11", 1)]
@@ -122,11 +127,17 @@ def test_composite_change_rows_equal_the_reference_for_every_reader(tmp_path):
                 expected.pop(key, None)
             else:
                 expected[key] = row
-        if batch_id == 9:
+        if batch_id == 3:  # a new process: the files so far are indexed from the table
+            table = CompactedTable(table.location, WINDOWS, WINDOW_KIND, "app", policy)
+        if batch_id >= 6:  # each compaction rewrites the previous one's file too
             assert table.maintenance is not None
+            done = table.maintenance.stats.compactions
             table.maintenance.compact_now()
-            assert table.maintenance.stats.compactions == 1
+            assert table.maintenance.stats.compactions == done + 1
             table.maintenance.cleanup_now()
+            # A table without stored positions keeps none in its index, whatever wrote a file.
+            assert table._dv is not None
+            assert not any(len(table._dv.index.file_positions(p)[0]) for p in table._dv.index.ids)
         for reader, got in _readers(table, WINDOW_KIND.keys).items():
             assert got == expected, f"{reader} after batch {batch_id}"
 
