@@ -24,6 +24,9 @@ class StateDirectory(Protocol):
     def read(self, name: str) -> bytes:
         """The content of ``name``."""
 
+    def size(self, name: str) -> int:
+        """The size of ``name`` in bytes."""
+
     def names(self) -> list[str]:
         """The names present (no temporary files)."""
 
@@ -42,6 +45,9 @@ class LocalDirectory:
 
     def read(self, name: str) -> bytes:
         return (self.path / name).read_bytes()
+
+    def size(self, name: str) -> int:
+        return (self.path / name).stat().st_size
 
     def names(self) -> list[str]:
         if not self.path.is_dir():
@@ -67,6 +73,9 @@ class ArrowDirectory:
     def read(self, name: str) -> bytes:
         with self.filesystem.open_input_stream(f"{self.path}/{name}") as stream:
             return stream.read()
+
+    def size(self, name: str) -> int:
+        return int(self.filesystem.get_file_info(f"{self.path}/{name}").size)
 
     def names(self) -> list[str]:
         selector = pafs.FileSelector(self.path, allow_not_found=True)

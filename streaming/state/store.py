@@ -89,8 +89,15 @@ class StateStore:
                 found[match.group(1)][int(match.group(2))] = name
         return found
 
-    def load(self, as_of_batch: int | None) -> dict[str, pa.Table]:
+    def load(
+        self, as_of_batch: int | None, known: tuple[int, State] | None = None
+    ) -> dict[str, pa.Table]:
         """The state after batch ``as_of_batch`` (None: before any batch, the empty state).
+
+        ``known`` is a state this process already holds, (batch, state) with batch at or before
+        ``as_of_batch``: when the changelogs lead back to it before a snapshot, only they are
+        read and replayed onto it, so a worker that held the state a few batches ago catches up
+        at the cost of those batches.
 
         Read-only: files of later batches are left alone here.
         """
@@ -105,6 +112,18 @@ class StateStore:
         files = self._files()
         snapshots = [b for b in files["snapshot"] if b <= as_of_batch]
         base = max(snapshots) if snapshots else None
+        if known is not None and known[0] <= as_of_batch and (base is None or known[0] > base):
+            chain = self._chain(files, as_of_batch, known[0])
+            if chain is not None:
+                # The snapshot thresholds count from the newest snapshot, as a full load would:
+                # every changelog after it up to here is one of the chain's.
+                after = -1 if base is None else base
+                since = [n for b, n in files["changelog"].items() if after < b <= as_of_batch]
+                self._changelogs = len(since)
+                self._since_snapshot = sum(self.directory.size(n) for n in since)
+                if base is not None:
+                    self._snapshot_bytes = self.directory.size(files["snapshot"][base])
+                return _replay(dict(known[1]), list(reversed(chain)))
         chain: list[Bundle] = []
         current: int | None = as_of_batch
         while current != base:
@@ -133,6 +152,22 @@ class StateStore:
             self._snapshot_bytes = len(data)
             state = dict(decode(data).tables)
         return _replay(state, list(reversed(chain)))
+
+    def _chain(
+        self, files: dict[str, dict[int, str]], as_of_batch: int, known: int
+    ) -> list[Bundle] | None:
+        """The changelogs from ``as_of_batch`` back to batch ``known`` (newest first), or None
+        when they do not lead there."""
+        chain: list[Bundle] = []
+        current: int | None = as_of_batch
+        while current != known:
+            name = files["changelog"].get(current) if current is not None else None
+            if name is None or current is None or current < known:
+                return None
+            bundle = decode(self.directory.read(name))
+            chain.append(bundle)
+            current = bundle.header["after"]
+        return chain
 
     def write(self, batch_id: int, delta: StateDelta, state: State) -> None:
         """Persist batch ``batch_id``'s changes ``delta``; ``state`` is the state after it.

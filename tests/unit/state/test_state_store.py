@@ -197,3 +197,44 @@ def test_bytes_written_per_batch_follow_the_batch_not_the_state(tmp_path: Path) 
         store.write(1, {"t": TableDelta(None, small)}, {})
         written[size] = len(directory.read("changelog-00000000000000000001.kst"))
     assert written[1_000] == written[200_000]
+
+
+class ReadsRecorded(LocalDirectory):
+    """A directory that remembers which files were read."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.reads: list[str] = []
+
+    def read(self, name: str) -> bytes:
+        self.reads.append(name)
+        return super().read(name)
+
+
+def test_a_holder_catches_up_from_the_state_it_held_reading_only_the_batches_since(
+    tmp_path: Path,
+) -> None:
+    """Two workers take turns with one partition's state (as Spark places tasks): each loads
+    from what it held, reading only the changelogs since; snapshots in between are honoured."""
+    history = _random_history(seed=9, batches=40)
+    directories = [ReadsRecorded(tmp_path) for _ in range(2)]
+    stores = [StateStore(d, min_snapshot_bytes=2500) for d in directories]
+    held: list[tuple[int, dict[str, pa.Table]] | None] = [None, None]
+    rng = random.Random(2)
+    for batch_id, (delta, expected) in enumerate(history):
+        turn = rng.randrange(2)
+        directories[turn].reads.clear()
+        previous = batch_id - 1 if batch_id else None
+        state = stores[turn].load(previous, held[turn])
+        if previous is not None:
+            assert _as_dict(state) == history[previous][1], batch_id
+        reads = directories[turn].reads
+        if held[turn] is not None and not any(n.startswith("snapshot") for n in reads):
+            since = held[turn][0]  # type: ignore[index]
+            assert all(int(n.split("-")[1].split(".")[0]) > since for n in reads), reads
+        state = apply_state_delta(state, {"t": delta})
+        stores[turn].write(batch_id, {"t": delta}, state)
+        held[turn] = (batch_id, state)
+        assert _as_dict(state) == expected
+    assert any(n.startswith("snapshot-") for n in LocalDirectory(tmp_path).names())
+    assert _as_dict(StateStore(tmp_path).load(39)) == history[39][1]
