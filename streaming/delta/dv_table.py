@@ -14,6 +14,7 @@ written by a batch that died before its commit are never referenced and are clea
 
 from __future__ import annotations
 
+import gc
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -80,6 +81,7 @@ class DvTable:
             self._index_stored(entry)
         self.recount_live_rows()
         self.opened = True
+        long_lived()
         return self
 
     def _index_stored(self, entry: FileEntry) -> None:
@@ -251,6 +253,14 @@ class DvTable:
             self.index.add_file(entry.path, keys, partitions, offsets, live)
         self.index.drop(drop_keys)
         self.recount_live_rows()
+
+
+def long_lived() -> None:
+    """Move what the process holds now (a rebuilt key index: millions of keys) out of the
+    cyclic garbage collector's way. Otherwise every full collection walks every key, which at
+    10 M keys takes about a second and lands inside some batch; their memory is still freed by
+    reference counting when they go."""
+    gc.freeze()
 
 
 def _new_entries(shares: pa.Table) -> list[FileEntry | None]:

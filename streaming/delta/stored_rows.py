@@ -24,6 +24,7 @@ from pyroaring import BitMap64
 from streaming.define.table_kinds import TableKind
 from streaming.delta import deletion_vectors as dvs
 from streaming.delta.deletion_vectors import Descriptor
+from streaming.delta.dv_table import long_lived
 from streaming.delta.key_index import MISSING, KeyIndex, location, split
 from streaming.delta.log_entries import FileEntry, log_name, parse_entry
 from streaming.delta.log_replay import replay
@@ -96,6 +97,7 @@ class StoredRows:
         for entry in snapshot.files.values():
             self._add(entry)
         self.version = snapshot.version
+        long_lived()
 
     def _apply(self, content: bytes) -> None:
         """One log entry: its new files join the index (a key's new row, a compaction's file
