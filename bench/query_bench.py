@@ -33,14 +33,32 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 from deltalake import DeltaTable, QueryBuilder
 
-from bench.sink_bench import KIND, SCHEMA, Changes, rss_mb, seed_dv
+from bench.sink_bench import CASES, rss_mb, seed
 from streaming.delta.compacted_table import CompactedTable
 from streaming.delta.table_store import TableLocation
 from streaming.query.lookup import TableIndex, _FileCache
 from streaming.wait import wait_until
+
+# The table is sink_bench's upsert case, a customers-shaped table with stored positions.
+CASE = CASES["upsert"]
+SCHEMA, KIND = CASE.schema, CASE.kind
+
+
+class Changes:
+    """Random batches of changes over a table of ``rows`` keys (the upsert case's batches)."""
+
+    def __init__(self, rows: int, batch_keys: int, seed: int) -> None:
+        self.rows, self.batch_keys = rows, batch_keys
+        self.rng = np.random.default_rng(seed)
+        self.expected: dict[str, object] = {}
+
+    def batch(self) -> pa.Table:
+        return CASE.batch(self.rng, self.rows, self.batch_keys, self.expected)
+
 
 QUERIES = {
     "count": "SELECT count(*) AS n FROM t",
@@ -195,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     path = root / "t"
     try:
         print(f"load before: {os.getloadavg()}, cpus {os.cpu_count()}")
-        seed_dv(path, args.keys)
+        seed(CASE, path, args.keys)
         sink = CompactedTable(path, SCHEMA, KIND, "bench")
         changes = Changes(args.keys, args.batch_keys, seed=1)
         for batch_id in range(1, args.batches + 1):
