@@ -23,21 +23,17 @@ import argparse
 import os
 import shutil
 import statistics
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 from bench.measures import UNALIGNED, BenchEnv, check_table
 from bench.workload import TOPIC, Workload
 from kappa.broker import EmbeddedBroker
-from kappa.testing.settings import free_port
 from streaming.delta.table_reader import commits
 from streaming.home import Home
 from streaming.kafka import offsets as off
 from streaming.kafka.admin import ensure_topics
 from streaming.kafka.cuts import CutLog
-from streaming.settings import load_settings
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -97,16 +93,8 @@ def rebuild(
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    home = Path(tempfile.mkdtemp(prefix="kappa-cut-cost-"))
-    port = free_port()
-    env = {
-        "KAPPA_HOME": str(home),
-        "KAPPA_BROKER_PORT": str(port),
-        "KAPPA_BROKER_CONTROLLER_PORT": str(free_port()),
-        "KAFKA_BOOTSTRAP_SERVERS": f"127.0.0.1:{port}",
-    }
-    settings = load_settings(env=env)
-    bench = BenchEnv(home, env, settings.kafka.bootstrap_servers, settings.kafka.client_config())
+    bench, settings = BenchEnv.private("kappa-cut-cost-")
+    home = bench.home
     broker = EmbeddedBroker(settings)
     broker.start()
     runs = []

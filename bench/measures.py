@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import math
 import statistics
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,7 @@ from streaming.deployment import Deployment, SparkCheckpoint
 from streaming.home import Home
 from streaming.kafka import offsets as off
 from streaming.kafka.log import KafkaLog
+from streaming.settings import Settings, load_settings
 
 RUN_TIMEOUT_S = 1800.0
 # Every bench deployment reads the log on its own: none follows the live version's commits.
@@ -37,6 +39,24 @@ class BenchEnv:
     env: dict[str, str]  # KAPPA_HOME, broker port, bootstrap servers for the streaming jobs
     bootstrap: str
     kafka_client: dict[str, str]
+
+    @classmethod
+    def private(cls, prefix: str) -> tuple[BenchEnv, Settings]:
+        """A new platform home under the temp directory with free broker ports, and its
+        settings: the environment every streaming job of the run gets."""
+        from kappa.testing.settings import free_port
+
+        home = Path(tempfile.mkdtemp(prefix=prefix))
+        port = free_port()
+        env = {
+            "KAPPA_HOME": str(home),
+            "KAPPA_BROKER_PORT": str(port),
+            "KAPPA_BROKER_CONTROLLER_PORT": str(free_port()),
+            "KAFKA_BOOTSTRAP_SERVERS": f"127.0.0.1:{port}",
+        }
+        settings = load_settings(env=env)
+        bench = cls(home, env, settings.kafka.bootstrap_servers, settings.kafka.client_config())
+        return bench, settings
 
     def table_path(self, version: str) -> Path:
         return Deployment("customers", version, self.home).table_path

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import shutil
 import statistics
-import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,7 +26,6 @@ from bench.baseline import run_baseline
 from bench.workload import TOPIC, Workload
 from kappa.broker import EmbeddedBroker
 from streaming.kafka.admin import ensure_topics
-from streaming.settings import load_settings
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -59,20 +57,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from kappa.testing.settings import free_port
-
-    home = Path(tempfile.mkdtemp(prefix="kappa-bench-"))
-    port = free_port()
-    env = {
-        "KAPPA_HOME": str(home),
-        "KAPPA_BROKER_PORT": str(port),
-        "KAPPA_BROKER_CONTROLLER_PORT": str(free_port()),
-        "KAFKA_BOOTSTRAP_SERVERS": f"127.0.0.1:{port}",
-    }
-    settings = load_settings(env=env)
-    bench = measures.BenchEnv(
-        home, env, settings.kafka.bootstrap_servers, settings.kafka.client_config()
-    )
+    bench, settings = measures.BenchEnv.private("kappa-bench-")
+    home = bench.home
     broker = EmbeddedBroker(settings)
     broker.start()
     results: dict[str, Any] = {

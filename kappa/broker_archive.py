@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import socket
 import sys
 import tempfile
 import time
@@ -23,6 +22,7 @@ from pathlib import Path
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from kappa.broker import QUIET_CDS, EmbeddedBroker, archive_path
+from kappa.ports import free_port
 from streaming.atomic_file import publish_written
 from streaming.home import as_home
 from streaming.jars import KAFKA_BROKER, classpath, java_binary
@@ -37,7 +37,7 @@ def build(settings: Settings) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(f"{target.name}.{os.getpid()}.partial")
     work = Path(tempfile.mkdtemp(prefix="kappa-broker-archive-"))
-    port, controller = _free_port(), _free_port()
+    port, controller = free_port(), free_port()
     options = " ".join([f"-XX:ArchiveClassesAtExit={partial}", *QUIET_CDS])
     throwaway = settings.model_copy(
         update={
@@ -75,12 +75,6 @@ def _warm_up(settings: Settings) -> None:
     consumer.assign([TopicPartition("warm-up", 0, 0)])
     consumer.consume(100, timeout=5)
     consumer.close()
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -279,12 +279,10 @@ def _table_show(settings: Settings, args: argparse.Namespace) -> int:
 
 def _table_get(settings: Settings, args: argparse.Namespace) -> int:
     from kappa.table_output import write_rows
-    from streaming.query import lookup, parse_keys
-    from streaming.query.lookup import key_fields
+    from streaming.query.lookup import lookup_typed
 
-    keys = parse_keys(args.keys, key_fields(settings, args.name, args.version))
-    rows = lookup(settings, args.name, keys, args.version)
-    write_rows(rows, args.format, sys.stdout, f"({rows.num_rows} of {len(keys)} keys found)")
+    rows, asked = lookup_typed(settings, args.name, args.keys, args.version)
+    write_rows(rows, args.format, sys.stdout, f"({rows.num_rows} of {asked} keys found)")
     return 0
 
 

@@ -131,9 +131,9 @@ def add_quality_commands(sub: argparse._SubParsersAction) -> None:  # type: igno
 
 
 def _quality_report(settings: Settings, args: argparse.Namespace) -> int:
-    from kappa.table_output import resolve_deployment
     from quality import load_result, render
     from streaming.table_quality import run_table_suite
+    from streaming.versions.live_pointer import resolve_deployment
 
     pipeline = get_pipeline(settings.pipelines, args.pipeline)
     deployment = resolve_deployment(settings, pipeline.name, args.version)

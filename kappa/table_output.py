@@ -13,15 +13,8 @@ import pyarrow as pa
 
 from streaming.define.registry import get_pipeline
 from streaming.delta.table_reader import read_arrow
-from streaming.deployment import Deployment
 from streaming.settings import Settings
-from streaming.versions.live_pointer import serving_deployment
-
-
-def resolve_deployment(settings: Settings, name: str, version: str | None) -> Deployment:
-    """The deployment a reader of ``name`` should see: the given version, else the live one."""
-    pipeline = get_pipeline(settings.pipelines, name)
-    return serving_deployment(settings.home, pipeline.name, pipeline.version, version)
+from streaming.versions.live_pointer import resolve_deployment
 
 
 def print_table(

@@ -18,10 +18,9 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, TopicPartition
-
 from bench.peers.reference import cents
 from bench.peers.workloads import CLOSING_PREFIX
+from kappa.testing.reference import replay
 
 Row = dict[str, Any]
 
@@ -91,32 +90,9 @@ def read_topic(workload: str, bootstrap: str, topic: str) -> dict[Any, tuple]:
 
 
 def _records(bootstrap: str, topic: str) -> list[tuple[str, bytes | None]]:
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "bench-peers-reader",
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-            "isolation.level": "read_committed",
-        }
-    )
-    try:
-        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
-        consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
-        records: list[tuple[str, bytes | None]] = []
-        done: set[int] = set()
-        while len(done) < len(partitions):
-            for msg in consumer.consume(10_000, timeout=1):
-                err = msg.error()
-                if err is not None:
-                    if err.code() == KafkaError._PARTITION_EOF:
-                        done.add(msg.partition())
-                        continue
-                    raise RuntimeError(f"reading {topic}: {err}")
-                records.append((msg.key().decode(), msg.value()))
-        return records
-    finally:
-        consumer.close()
+    """The topic's committed records (the reference replay reads ``read_committed``, librdkafka's
+    default), as key and value."""
+    return [(record.key.decode(), record.value) for record in replay(bootstrap, topic)]
 
 
 def _closing(key: Any) -> bool:

@@ -17,16 +17,9 @@ from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
 from bench.peers.workloads import BASE_TS, Record, Workload
+from bench.workload import PRODUCER_CONFIG
 from streaming.kafka.admin import ensure_topics
 from streaming.settings import Settings
-
-PRODUCER_CONFIG = {
-    "enable.idempotence": True,
-    "linger.ms": 20,
-    "batch.size": 1_000_000,
-    "queue.buffering.max.messages": 1_000_000,
-    "queue.buffering.max.kbytes": 1_048_576,
-}
 
 
 def recreate_topics(settings: Settings, names: Iterable[str], timeout_s: float = 60.0) -> None:

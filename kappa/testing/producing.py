@@ -120,12 +120,7 @@ def fraud_events(
     rng = random.Random(seed)
     out = []
     for i in range(n):
-        t = start_ms + i * step_ms
-        draw = rng.random()
-        if draw < 0.06:
-            t -= rng.randrange(1_000, 540_000)
-        elif draw < 0.075:
-            t -= rng.randrange(900_000, 1_800_000)
+        t = _shifted(rng, start_ms + i * step_ms)
         cid = f"c{rng.randrange(customers):03d}"
         country = rng.choice(["DE", "FR", "US"])
         if rng.random() < 0.3:
@@ -159,12 +154,7 @@ def clickstream(n: int, seed: int, users: int = 30, start_ms: int = 1_700_000_00
     rng = random.Random(seed)
     out = []
     for i in range(n):
-        t = start_ms + i * 20_000
-        draw = rng.random()
-        if draw < 0.06:
-            t -= rng.randrange(1_000, 540_000)
-        elif draw < 0.075:
-            t -= rng.randrange(900_000, 1_800_000)
+        t = _shifted(rng, start_ms + i * 20_000)
         user = f"u{rng.randrange(users):03d}"
         if rng.random() < 0.4:
             value = {"user_id": user, "query": f"q{rng.randrange(50)}", "ts": t}

@@ -2,22 +2,15 @@
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
+from kappa.ports import free_port
 from streaming.settings import Settings, load_settings
 
 # Test JVMs live seconds to minutes on small data, where C2 compiles code that has no time left
 # to pay back: capped at C1, a Spark driver spends about half the CPU (README, Tests). The
 # platform itself keeps the full JIT (README, Performance), and so do benchmarks of throughput.
 SHORT_LIVED_JIT = "-XX:TieredStopAtLevel=1"
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def private_settings(

@@ -2,7 +2,7 @@
 
 A kind owns: the schema of the rows the transform hands over (its *changes*), how one share of a
 micro-batch's changes is reduced to at most one change per key before it is written
-(:meth:`TableKind.reduce_share`), how the sink writes them (its :class:`WriteStrategy`), and,
+(:meth:`TableKind.reduce`), how the sink writes them (its :class:`WriteStrategy`), and,
 for kinds written by merging, how the reduced rows merge into the stored table (the clauses of a
 Delta merge). The sink asks the kind and knows no kind by name, so a new kind is a new class
 here.
@@ -20,6 +20,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from enum import Enum
+from functools import cached_property
 from typing import ClassVar, Protocol, Self
 
 import numpy as np
@@ -79,11 +80,6 @@ class TableKind(ABC):
         """Every key column (a composite key has more than ``key``)."""
         return (self.key,)
 
-    def reduce_share(self, changes: pa.Table) -> pa.Table:
-        """One share of a batch's changes (with ``_partition``, ``_offset``, ``_delete``) as at
-        most one change per key; for the deletion-vector sink."""
-        return changes
-
     def fold(self, batch: pa.Table, stored: pa.Table, matched: pa.Array) -> pa.Table:
         """The new rows of ``batch``'s keys from their ``stored`` rows (aligned with ``batch``;
         ``matched`` false where a key has none); for kinds that read stored rows."""
@@ -132,9 +128,6 @@ class LatestPerKey(TableKind):
         return pa.schema([*table_schema, *extra])
 
     def reduce(self, changes: pa.Table) -> pa.Table:
-        return latest_per_key(changes, self.key)
-
-    def reduce_share(self, changes: pa.Table) -> pa.Table:
         return latest_per_key(changes, self.key)
 
     def rows_to_append(self, changes: pa.Table) -> pa.Table:
@@ -199,19 +192,17 @@ class Accumulate(TableKind):
 
     @property
     def write_strategy(self) -> WriteStrategy:  # type: ignore[override]
-        return WriteStrategy.MERGE if self._parsed() is None else WriteStrategy.UPSERT_DELETE
+        return WriteStrategy.MERGE if self._parsed is None else WriteStrategy.UPSERT_DELETE
 
+    @cached_property
     def _parsed(self) -> dict[str, Update] | None:
         try:
             return {column: parse(sql) for column, sql in self.updates.items()}
         except UnsupportedUpdate:
             return None
 
-    def reduce_share(self, changes: pa.Table) -> pa.Table:
-        return changes
-
     def fold(self, batch: pa.Table, stored: pa.Table, matched: pa.Array) -> pa.Table:
-        parsed = self._parsed()
+        parsed = self._parsed
         assert parsed is not None, "only evaluable updates are folded"
         s = {name: batch[name].combine_chunks() for name in batch.column_names}
         t = {name: stored[name].combine_chunks() for name in stored.column_names}

@@ -2,7 +2,7 @@
 
 A *share* is the part of one micro-batch's changes that one writer holds: a Spark task's rows on
 an executor, or a whole batch on the driver. The writer reduces its share to one change per key
-(the table kind's ``reduce_share``; a kind that reads stored rows first folds each change into
+(the table kind's ``reduce``; a kind that reads stored rows first folds each change into
 its key's stored row, read from :mod:`streaming.delta.stored_rows` at the table version the batch
 starts from), writes the surviving rows (not the deletes) as one Parquet file into the table,
 and returns a *written share*: the file's entry and, per reduced change, its key (one value, also
@@ -69,7 +69,7 @@ class ShareWriter:
         """
         if self.kind.reads_stored_rows:
             changes = self._folded(changes, read_version)
-        reduced = self.kind.reduce_share(_positioned(changes, self.kind))
+        reduced = self.kind.reduce(_positioned(changes, self.kind))
         self._check_positions(reduced)
         keep = pc.invert(reduced["_delete"].combine_chunks())
         rows = reduced.filter(keep).select(self.schema.names).cast(self.schema)

@@ -185,7 +185,7 @@ class CutLog:
             write_atomically(self.path, "".join(c.to_json() + "\n" for c in [*fresh, cut]))
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
         try:
             self._drop_torn_line(fd)
             os.write(fd, (cut.to_json() + "\n").encode())
@@ -196,12 +196,11 @@ class CutLog:
     def _drop_torn_line(self, fd: int) -> None:
         """Cut off a line a crash left half-written, so the next one starts on its own line."""
         size = os.fstat(fd).st_size
-        if size == 0:
+        if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
             return
         with open(self.path, "rb") as handle:
             data = handle.read()
-        if not data.endswith(b"\n"):
-            os.ftruncate(fd, data.rfind(b"\n") + 1)
+        os.ftruncate(fd, data.rfind(b"\n") + 1)
 
     @contextmanager
     def _locked(self, wait: bool) -> Iterator[bool]:

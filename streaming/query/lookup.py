@@ -36,7 +36,7 @@ from streaming.delta.table_store import TableLocation, TableStore
 from streaming.deployment import Deployment
 from streaming.errors import QueryError
 from streaming.settings import Settings
-from streaming.versions.live_pointer import serving_deployment
+from streaming.versions.live_pointer import resolve_deployment
 
 Key = tuple[Any, ...]  # one value per key column
 DEFAULT_CACHE_BYTES = 1 << 30  # decoded data files kept by a KeyLookup
@@ -45,9 +45,8 @@ DEFAULT_CACHE_BYTES = 1 << 30  # decoded data files kept by a KeyLookup
 def _deployment(
     settings: Settings, pipeline: str, version: str | None
 ) -> tuple[Deployment, list[str]]:
-    declared = get_pipeline(settings.pipelines, pipeline)
-    deployment = serving_deployment(settings.home, declared.name, declared.version, version)
-    return deployment, list(declared.table.keys)
+    deployment = resolve_deployment(settings, pipeline, version)
+    return deployment, list(get_pipeline(settings.pipelines, pipeline).table.keys)
 
 
 def parse_keys(texts: Sequence[str], fields: Sequence[pa.Field]) -> list[Key]:
@@ -119,7 +118,21 @@ def lookup(
     (or ``version``), in the order asked; keys without a row are left out. One DataFusion query
     filtered on the keys."""
     deployment, names = _deployment(settings, pipeline, version)
+    return _rows_of(open_table(deployment.table_path), names, keys)
+
+
+def lookup_typed(
+    settings: Settings, pipeline: str, texts: Sequence[str], version: str | None = None
+) -> tuple[pa.Table, int]:
+    """:func:`lookup` of keys as typed on the command line (:func:`parse_keys`), typed against
+    the same snapshot they are looked up in; returns the rows and how many keys were asked."""
+    deployment, names = _deployment(settings, pipeline, version)
     table = open_table(deployment.table_path)
+    keys = parse_keys(texts, _keys_of(table, names))
+    return _rows_of(table, names, keys), len(keys)
+
+
+def _rows_of(table: DeltaTable, names: Sequence[str], keys: Sequence[Any]) -> pa.Table:
     fields = _keys_of(table, names)
     wanted = _as_keys(keys, len(names))
     if not wanted:
@@ -363,4 +376,4 @@ class KeyLookup:
         return self
 
 
-__all__ = ["KeyLookup", "TableIndex", "key_fields", "lookup", "parse_keys"]
+__all__ = ["KeyLookup", "TableIndex", "key_fields", "lookup", "lookup_typed", "parse_keys"]

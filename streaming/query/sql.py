@@ -19,24 +19,23 @@ log it is behind.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 from deltalake import QueryBuilder
 
-from streaming.define.registry import get_pipeline, pipeline_names
+from streaming.define.registry import pipeline_names
 from streaming.delta.commit_info import Commit
 from streaming.delta.table_reader import latest_commit_of, open_table
 from streaming.errors import BrokerUnavailableError, QueryError
 from streaming.kafka import offsets as off
-from streaming.kafka.cuts import Cut, CutLog
+from streaming.kafka.cuts import CutLog
 from streaming.kafka.log import KafkaLog
-from streaming.query.consistent import Source, choose_cut
+from streaming.query.consistent import CutChoice, Source, choose_cut
 from streaming.query.references import TableRef, table_refs
 from streaming.settings import Settings
-from streaming.versions.live_pointer import serving_deployment
+from streaming.versions.live_pointer import resolve_deployment
 
 
 @dataclass(frozen=True)
@@ -138,8 +137,7 @@ def run_sql(
 
 
 def _source(settings: Settings, ref: TableRef) -> Source:
-    pipeline = get_pipeline(settings.pipelines, ref.pipeline)
-    deployment = serving_deployment(settings.home, pipeline.name, pipeline.version, ref.version)
+    deployment = resolve_deployment(settings, ref.pipeline, ref.version)
     return Source(deployment, open_table(deployment.table_path))
 
 
@@ -162,7 +160,7 @@ def _at_cut(
         reads[name] = TableRead(
             name, source.deployment.id, commit.table_version, commit.end_offsets
         )
-    return reads, _cut_read(settings, choice.cut, choice.newest, choice.commits)
+    return reads, _cut_read(settings, choice)
 
 
 def _travel(source: Source, commit: Commit) -> None:
@@ -176,7 +174,8 @@ def _travel(source: Source, commit: Commit) -> None:
         raise QueryError(msg) from None
 
 
-def _cut_read(settings: Settings, cut: Cut, newest: Cut, commits: dict[str, Commit]) -> CutRead:
+def _cut_read(settings: Settings, choice: CutChoice) -> CutRead:
+    cut, newest, commits = choice.cut, choice.newest, choice.commits
     topics = {t: sorted(p) for c in commits.values() for t, p in c.end_offsets.items()}
     at = cut.on(topics) or {}
     try:
@@ -189,8 +188,7 @@ def _cut_read(settings: Settings, cut: Cut, newest: Cut, commits: dict[str, Comm
         for t, parts in at.items()
     }
     records = sum(n for parts in behind.values() for n in parts.values())
-    age = max(0.0, time.time() - cut.at_ms / 1000)
-    return CutRead(cut.id, cut.at_ms, at, age, records, behind, what)
+    return CutRead(cut.id, cut.at_ms, at, choice.age_s(), records, behind, what)
 
 
 def _execute(

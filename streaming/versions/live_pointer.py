@@ -22,9 +22,11 @@ from typing import Any
 
 from streaming.atomic_file import write_atomically
 from streaming.define.names import validate_pipeline_name, validate_version
+from streaming.define.registry import get_pipeline
 from streaming.deployment import Deployment
 from streaming.errors import VersionError
 from streaming.home import Home
+from streaming.settings import Settings
 
 
 class NoLiveVersionError(VersionError, LookupError):
@@ -96,6 +98,13 @@ def serving_deployment(
     if version is None:
         version = live_version(home, pipeline) or declared_version
     return Deployment(pipeline, version, home)
+
+
+def resolve_deployment(settings: Settings, name: str, version: str | None = None) -> Deployment:
+    """The deployment a reader of pipeline ``name`` sees (:func:`serving_deployment`), with the
+    declared version taken from the pipeline's module."""
+    pipeline = get_pipeline(settings.pipelines, name)
+    return serving_deployment(settings.home, pipeline.name, pipeline.version, version)
 
 
 def history(home: Home, pipeline: str) -> list[Switch]:
