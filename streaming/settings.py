@@ -33,6 +33,7 @@ from streaming.home import Home, as_home
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CONFIG_FILE = REPO_ROOT / "platform" / "kappa.yaml"
 RUN_ID_ENV = "KAPPA_RUN_ID"  # set for a deployment launched by a Dagster run
+CRASH_AT_ENV = "KAPPA_CRASH_AT"  # set by fault tests: streaming.run.crash_point
 
 # A setting whose name holds one of these is a secret: shown as MASK wherever settings are shown.
 _SECRET_MARKERS = ("password", "secret", "token", "key.pem", "private", "credential", "jaas")
@@ -275,6 +276,11 @@ def redacted(values: Mapping[str, str]) -> dict[str, str]:
 def launching_run_id(env: Mapping[str, str] | None = None) -> str | None:
     """The Dagster run that launched this process, if one did."""
     return (os.environ if env is None else env).get(RUN_ID_ENV) or None
+
+
+def crash_request(env: Mapping[str, str] | None = None) -> str | None:
+    """Where a fault test asked the driver to crash (``<point>:<batch>``), if it did."""
+    return (os.environ if env is None else env).get(CRASH_AT_ENV) or None
 
 
 def load_settings(

@@ -14,6 +14,7 @@ from streaming.delta.compacted_table import CommitResult, CompactedTable
 from streaming.delta.dead_letters import DeadLetters
 from streaming.deployment import Deployment
 from streaming.kafka.decode import BatchSplitter
+from streaming.run.crash_point import crash_point
 from streaming.run.executor_writes import write_shares
 from streaming.run.planned_batch import PlannedBatch
 from streaming.run.publication import ChangelogPublisher
@@ -99,8 +100,9 @@ class BatchWriter:
                 planned = self.planned.run(batch.toArrow(), batch_id, end_offsets, committed)
                 arrow, input_rows = planned.changes, planned.input_rows
                 dead_count = self.dead_letters.append(planned.dead_letters, batch_id)
-                if self.publisher is not None:  # before the commit: a replay finds it published
-                    self.publisher.publish(arrow, batch_id)
+                # Published before the commit: a replay finds the batch published.
+                if self.publisher is not None and self.publisher.publish(arrow, batch_id):
+                    crash_point("published", batch_id)
                 result = self.table.apply(arrow, batch_id, *info)
             else:
                 result, input_rows, dead_count = self._transform(batch, batch_id, info)

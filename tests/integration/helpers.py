@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import pyarrow as pa
-from confluent_kafka import Consumer, IsolationLevel, KafkaError, TopicPartition
-from confluent_kafka.admin import AdminClient, OffsetSpec
+from confluent_kafka import Consumer, KafkaError, TopicPartition
 from deltalake import CommitProperties, write_deltalake
 
 from kappa.testing.reference import Stamped, table_state
@@ -30,7 +29,7 @@ from streaming.run.options import RunOptions
 from streaming.run.publication import BATCH_HEADER, DEPLOYMENT_HEADER
 from streaming.run.reporting import Snapshot
 from streaming.run.runner import PipelineRunner
-from streaming.settings import REPO_ROOT, Settings
+from streaming.settings import CRASH_AT_ENV, REPO_ROOT, Settings
 from streaming.wait import wait_until
 
 
@@ -77,50 +76,51 @@ def kill_mid_run(
     batch), SIGKILL the driver, its JVM and its Python workers once the table has ``batches``
     commits, and return how many it had when killed.
 
-    With ``publishing_to`` (the pipeline's published topic), the kill lands between a batch's
-    publication and its commit: it waits further for records of the batch the table has not
-    committed yet. A kill the table's commit beat is tried again, resumed, at a later batch.
+    With ``publishing_to`` (the pipeline's published topic), the driver kills itself between a
+    batch's publication and its commit (``KAPPA_CRASH_AT``), at the first batch from
+    ``batches`` on that sent records to the topic.
     """
-    for _ in range(3 if publishing_to else 1):
-        killed_at = _kill_once(settings, name, max_offsets, batches, timeout_s, publishing_to)
-        if publishing_to is None:
-            return killed_at
-        records = replay_published(settings, publishing_to, "read_uncommitted")
-        if any(r.batch == killed_at for r in records):
-            return killed_at
-        batches = killed_at + 1
-    msg = f"no kill of {name} landed between a batch's publication and its commit"
-    raise AssertionError(msg)
+    if publishing_to is None:
+        return _kill_once(settings, name, max_offsets, batches, timeout_s)
+    killed_at = _crash_once(settings, name, max_offsets, batches, timeout_s)
+    records = replay_published(settings, publishing_to, "read_uncommitted")
+    assert any(r.batch == killed_at for r in records), (
+        f"{name} died at batch {killed_at} without its records in {publishing_to!r}"
+    )
+    return killed_at
 
 
-def _kill_once(
-    settings: Settings,
-    name: str,
-    max_offsets: int,
-    batches: int,
-    timeout_s: float,
-    publishing_to: str | None,
-) -> int:
+def _pipeline_process(
+    settings: Settings, name: str, max_offsets: int, crash_at: str | None = None
+) -> subprocess.Popen[bytes]:
     cmd = [sys.executable, "-m", "streaming", "run", name, "--until-caught-up"]
-    proc = subprocess.Popen(
+    env = {**os.environ, **settings.to_env()}
+    if crash_at is not None:
+        env[CRASH_AT_ENV] = crash_at
+    return subprocess.Popen(
         [*cmd, "--max-offsets-per-trigger", str(max_offsets)],
-        env={**os.environ, **settings.to_env()},
+        env=env,
         cwd=REPO_ROOT,
         start_new_session=True,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
+
+
+def _stderr_tail(proc: subprocess.Popen[bytes]) -> str:
+    return proc.stderr.read().decode()[-3000:] if proc.stderr else ""
+
+
+def _kill_once(
+    settings: Settings, name: str, max_offsets: int, batches: int, timeout_s: float
+) -> int:
+    proc = _pipeline_process(settings, name, max_offsets)
     try:
         assert wait_until(
             lambda: committed_batches(settings, name) >= batches or proc.poll() is not None,
             timeout_s=timeout_s,
         ), "the pipeline never committed"
-        if publishing_to is not None:
-            in_flight = PublicationInFlight(settings, name, publishing_to)
-            assert wait_until(
-                lambda: in_flight() or proc.poll() is not None, timeout_s, interval_s=0.01
-            ), "no batch was published while the pipeline ran"
-        assert proc.poll() is None, proc.stderr.read().decode()[-3000:] if proc.stderr else ""
+        assert proc.poll() is None, _stderr_tail(proc)
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
     finally:
@@ -129,34 +129,21 @@ def _kill_once(
     return committed_batches(settings, name)
 
 
-class PublicationInFlight:
-    """True once the topic's log grew while the table's commits stayed the same: records of the
-    batch the table has not committed yet reached the broker."""
-
-    def __init__(self, settings: Settings, name: str, topic: str) -> None:
-        self._settings, self._name, self._topic = settings, name, topic
-        self._admin = AdminClient(settings.kafka.client_config())
-        self._seen: tuple[int, int] | None = None  # (commits, log end) when last looked
-
-    def __call__(self) -> bool:
-        before = committed_batches(self._settings, self._name)
-        end = self._log_end()
-        if committed_batches(self._settings, self._name) != before:
-            self._seen = None  # a commit landed meanwhile: the end may be before or after it
-            return False
-        if self._seen is not None and self._seen[0] == before and end > self._seen[1]:
-            return True
-        self._seen = (before, end)
-        return False
-
-    def _log_end(self) -> int:
-        """The topic's end over all partitions, open and aborted transactions included."""
-        topic = self._admin.list_topics(self._topic, timeout=10).topics[self._topic]
-        wanted = {TopicPartition(self._topic, p): OffsetSpec.latest() for p in topic.partitions}
-        futures = self._admin.list_offsets(
-            wanted, isolation_level=IsolationLevel.READ_UNCOMMITTED, request_timeout=10
+def _crash_once(
+    settings: Settings, name: str, max_offsets: int, batches: int, timeout_s: float
+) -> int:
+    proc = _pipeline_process(settings, name, max_offsets, crash_at=f"published:{batches}")
+    try:
+        proc.wait(timeout=timeout_s)
+        assert proc.returncode == -signal.SIGKILL, (
+            f"{name} ended with {proc.returncode}, not at its crash point: {_stderr_tail(proc)}"
         )
-        return sum(future.result().offset for future in futures.values())
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+    # The driver led its group, so its JVM and Python workers died with it.
+    return committed_batches(settings, name)
 
 
 def kill_twice_mid_run(
