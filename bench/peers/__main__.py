@@ -2,11 +2,11 @@
 Streams and Spark's own operators on the same logs; see ``bench/peers/__init__.py``.
 
     make bench-peers                                   # the defaults below, about 1.5 h
-    make bench-peers ARGS="--events 50000 --repeats 1 --latency-seconds 5"
+    make bench-peers ARGS="--events 50000 --runs 1 --latency-seconds 5"
 
 One embedded broker. Per workload: the backlog is written once, and every engine runs cold over
-it ``--repeats`` times (engines in turn, the order rotating); then every engine runs at the fixed
-rate ``--rate-repeats`` times (default ``--repeats``), each on fresh topics. Then the stateful
+it ``--runs`` times (engines in turn, the order rotating); then every engine runs at the fixed
+rate ``--rate-repeats`` times (default ``--runs``), each on fresh topics. Then the stateful
 workloads once more on disordered data (``semantics``). Prints the table, the ratios and the
 targets; writes ``bench/results/peers-*.json``. Exit code 0 when every run's output was right.
 """
@@ -39,10 +39,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--keys", type=int, default=100_000, help="customers (a tenth: users)")
     p.add_argument("--workloads", default=",".join(WORKLOADS))
     p.add_argument("--engines", default=",".join(ENGINES))
-    p.add_argument("--repeats", type=int, default=3, help="runs per figure (the median)")
     p.add_argument(
-        "--rate-repeats", type=int, help="fixed-rate runs per figure (default: --repeats)"
+        "--runs",
+        "--repeats",
+        dest="repeats",
+        type=int,
+        default=3,
+        help="cold runs per figure, in this one session (the median)",
     )
+    p.add_argument("--rate-repeats", type=int, help="fixed-rate runs per figure (default: --runs)")
     p.add_argument("--rate", type=int, default=5_000, help="records/s of the latency runs")
     p.add_argument("--latency-seconds", type=float, default=30.0, help="measured, per run")
     p.add_argument("--warmup-seconds", type=float, default=15.0, help="at the rate, unmeasured")
@@ -104,6 +109,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "args": vars(args),
         "load_start": os.getloadavg(),
         "workloads": {},
+        "not_run": {
+            e.name: {"workloads": missing, "why": e.why_not}
+            for e in engines
+            if (missing := [w for w in args.workloads.split(",") if w not in e.workloads])
+        },
     }
     broker = EmbeddedBroker(settings)
     broker.start()

@@ -65,6 +65,7 @@ class Engine:
     name: ClassVar[str]
     workloads: ClassVar[tuple[str, ...]] = ("latest", "fraud", "spend", "clicks")
     writes_topic: ClassVar[bool] = True  # its output is a topic the benchmark creates
+    why_not: ClassVar[str] = ""  # why the workloads it does not run are not its own
 
     def __init__(self, settings: Settings, options: dict[str, Any]) -> None:
         self.settings = settings
@@ -192,6 +193,11 @@ class Quix(Engine):
 class Spark(Engine):
     name = "spark"
     workloads = ("spend", "clicks")
+    why_not = (
+        "Structured Streaming has no operator that keeps the latest row per key as a table or "
+        "joins a stream with a table as of event time; either would be user code in "
+        "transformWithState, not Spark's own operators"
+    )
 
     def launch(self, spec: RunSpec) -> Launch:
         from streaming.jars import SPARK_KAFKA, classpath

@@ -73,6 +73,7 @@ def summarize(results: dict[str, Any]) -> dict[str, dict[str, dict[str, Any]]]:
                 "p95_s": _median([r["p95_s"] for r in rate]),
                 "peak_rss_bytes": _median([r["peak_rss_bytes"] for r in cold + rate]),
                 "peak_rss_max_bytes": max((r["peak_rss_bytes"] for r in all_runs), default=None),
+                "load_1min": _span([r["load_before"][0] for r in all_runs]),
             }
     return summary
 
@@ -96,6 +97,11 @@ def ratios(summary: dict[str, dict[str, dict[str, Any]]]) -> dict[str, dict[str,
                 "rss_x": _ratio(mine["peak_rss_bytes"], theirs["peak_rss_bytes"]),
             }
     return out
+
+
+def _span(values: list[float]) -> list[float] | None:
+    """The lowest and highest of ``values`` (the machine's load over an engine's runs)."""
+    return [min(values), max(values)] if values else None
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:
@@ -148,7 +154,8 @@ def render(results: dict[str, Any]) -> str:
         f"peers on {m['date']}: {m['cpu']}, {m['cores']} cores, {m['memory_gb']} GB, "
         f"Python {m['python']}, {m['java']}",
         f"load average (1/5/15 min) at start {_load(results['load_start'])}, "
-        f"at end {_load(results['load_end'])}; per run {_load_range(results)}",
+        f"at end {_load(results['load_end'])}; per run {_load_range(results)} (the column "
+        "load: before an engine's runs, lowest-highest)",
         f"{args['events']:,} records per workload, {args['keys']:,} keys; medians of "
         f"{args['repeats']} (latency: {args.get('rate_repeats') or args['repeats']}); "
         f"fixed rate {args['rate']:,}/s for {args['latency_seconds']:g} s "
@@ -158,7 +165,7 @@ def render(results: dict[str, Any]) -> str:
         f"Kafka Streams threads {args['ks_threads']}",
         "",
         f"{'workload':9}{'engine':15}{'output':>8}{'cold s':>9}{'steady ev/s':>13}"
-        f"{'p50 s':>8}{'p95 s':>8}{'RSS GB':>8}",
+        f"{'p50 s':>8}{'p95 s':>8}{'RSS GB':>8}  load",
     ]
     for workload, engines in results["summary"].items():
         for engine, s in engines.items():
@@ -166,8 +173,11 @@ def render(results: dict[str, Any]) -> str:
             lines.append(
                 f"{workload:9}{engine:15}{right:>8}{_num(s['cold_wall_s'], '.1f'):>9}"
                 f"{_num(s['steady_events_per_s'], ',.0f'):>13}{_num(s['p50_s'], '.2f'):>8}"
-                f"{_num(s['p95_s'], '.2f'):>8}{_gb(s['peak_rss_bytes']):>8}"
+                f"{_num(s['p95_s'], '.2f'):>8}{_gb(s['peak_rss_bytes']):>8}  "
+                f"{_load_span(s.get('load_1min'))}"
             )
+    for engine, missing in results.get("not_run", {}).items():
+        lines.append(f"not run: {engine} on {', '.join(missing['workloads'])}: {missing['why']}")
     lines += [
         "",
         "the platform against each peer (cold: peer wall / platform wall; steady: platform ev/s "
@@ -218,6 +228,10 @@ def render_semantics(found: dict[str, Any]) -> list[str]:
 
 def _load(values: Any) -> str:
     return "/".join(f"{v:.2f}" for v in values)
+
+
+def _load_span(span: list[float] | None) -> str:
+    return "-" if span is None else f"{span[0]:.1f}-{span[1]:.1f}"
 
 
 def _load_range(results: dict[str, Any]) -> str:
