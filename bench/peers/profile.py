@@ -15,7 +15,10 @@ One embedded broker, one backlog (as ``make bench-peers`` writes it), cold runs 
   every 0.2 s (a process's last sample counts once it has exited);
 - peak RSS per role (the same samples);
 - with ``--py-spy``: the driver's and workers' Python, sampled by py-spy (``py-spy record``
-  around the run), as the functions with the most samples (own and with callees).
+  around the run), as the functions with the most samples (own and with callees);
+- with ``--event-log``: Spark's own timings from its event log, per stage (one per micro-batch):
+  when it started, its wall time, its tasks' time and, of that, the JVM's CPU and GC (the rest
+  of a task's time is mostly waiting on its Python worker).
 
 The output is checked against the reference, as in the benchmark. At the end: medians per variant
 (wall, first table commit, CPU, peak RSS of the tree).
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import json
 import os
 import shutil
 import statistics
@@ -145,9 +149,60 @@ def top_frames(raw: Path, limit: int = 25) -> list[str]:
     return lines
 
 
+def with_event_log(env: dict[str, str], folder: Path) -> dict[str, str]:
+    """``env`` with Spark writing its event log, one uncompressed JSON file, into ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    conf = json.loads(env.get("KAPPA_SPARK_CONF", "{}"))
+    conf.update(
+        {
+            "spark.eventLog.enabled": "true",
+            "spark.eventLog.dir": folder.as_uri(),
+            "spark.eventLog.compress": "false",
+            "spark.eventLog.rolling.enabled": "false",
+        }
+    )
+    return {**env, "KAPPA_SPARK_CONF": json.dumps(conf)}
+
+
+def stage_times(folder: Path, process_start: float) -> list[str]:
+    """Per stage of the event log in ``folder``: start (from the process start), wall, tasks'
+    time, their JVM CPU and GC, in seconds."""
+    stages: dict[int, dict[str, Any]] = {}
+    for path in folder.iterdir():
+        for line in path.read_text().splitlines():
+            event = json.loads(line)
+            kind = event["Event"]
+            if kind == "SparkListenerStageCompleted":
+                info = event["Stage Info"]
+                stage = stages.setdefault(info["Stage ID"], collections.Counter())
+                stage["start"] = info["Submission Time"] / 1000 - process_start
+                stage["wall"] = (info["Completion Time"] - info["Submission Time"]) / 1000
+            elif kind == "SparkListenerTaskEnd":
+                metrics = event.get("Task Metrics") or {}
+                stage = stages.setdefault(event["Stage ID"], collections.Counter())
+                stage["tasks"] += 1
+                stage["run"] += metrics.get("Executor Run Time", 0) / 1000
+                stage["cpu"] += metrics.get("Executor CPU Time", 0) / 1e9
+                stage["gc"] += metrics.get("JVM GC Time", 0) / 1000
+    return [
+        f"stage {n}: at {s['start']:.1f} s, wall {s['wall']:.2f} s, {s['tasks']} tasks "
+        f"{s['run']:.2f} s, of which JVM CPU {s['cpu']:.2f} s, GC {s['gc']:.2f} s"
+        for n, s in sorted(stages.items())
+    ]
+
+
 def profile_run(
-    platform: Platform, spec: RunSpec, written: Any, expected: dict, py_spy: bool
+    platform: Platform,
+    spec: RunSpec,
+    written: Any,
+    expected: dict,
+    py_spy: bool,
+    event_log: bool = False,
 ) -> dict[str, Any]:
+    events = spec.work / "event-log"
+    if event_log:
+        env = platform.options.get("platform_env", {})
+        platform.options["platform_env"] = with_event_log(env, events)
     process = EngineProcess(platform, spec)
     raw = spec.work / "py-spy.txt"
     if py_spy:
@@ -181,6 +236,7 @@ def profile_run(
         "peak_rss_total": sampler.peak_total,
         "verdict": verdict.line(),
         "py_spy": top_frames(raw) if py_spy and raw.exists() else [],
+        "stages": stage_times(events, sampler.root.create_time()) if event_log else [],
     }
 
 
@@ -202,6 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keys", type=int, default=100_000)
     parser.add_argument("--runs", type=int, default=1, help="runs per variant, alternating")
     parser.add_argument("--py-spy", action="store_true")
+    parser.add_argument("--event-log", action="store_true", help="Spark's timings per stage")
     parser.add_argument("--keep", action="store_true", help="keep the work directory (logs)")
     parser.add_argument("--quiet", action="store_true", help="no timeline per run")
     parser.add_argument(
@@ -242,7 +299,9 @@ def main(argv: list[str] | None = None) -> int:
                     False,
                 )
                 delete_topics(settings, platform.topics_before_run(spec))
-                run = profile_run(platform, spec, writer.written, expected, args.py_spy)
+                run = profile_run(
+                    platform, spec, writer.written, expected, args.py_spy, args.event_log
+                )
                 run["load"] = os.getloadavg()[0]
                 found[label].append(run)
                 _print_run(label, n, run, args.quiet)
@@ -273,6 +332,8 @@ def _print_run(label: str, n: int, run: dict[str, Any], quiet: bool) -> None:
     if not quiet:
         for at, what in run["timeline"]:
             print(f"  {at:7.2f} s  {what}")
+    for line in run["stages"]:
+        print(f"  {line}")
     for line in run["py_spy"]:
         print(f"  {line}")
 
