@@ -15,7 +15,6 @@ from datetime import timedelta
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 
 from streaming.define.topic import Topic
 from streaming.errors import DefineError
@@ -114,6 +113,10 @@ class Plan:
         columns.update(dict(self.derived))
         if self.condition is not None:
             columns["_keep"] = self.condition
+        # Imported here: pyarrow.dataset (with pandas) is a fifth of a second that every Spark
+        # Python worker importing the authoring API would otherwise pay.
+        import pyarrow.dataset as ds
+
         return ds.dataset(rows).to_table(columns=columns)
 
     def finish(self, changes: pa.Table, schema: pa.Schema) -> pa.Table:

@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -106,6 +105,10 @@ def session_groups(keys: pa.Table, starts: np.ndarray, ends: np.ndarray) -> np.n
         differs = pc.not_equal(values.slice(1), values.slice(0, n - 1))
         new_key[1:] |= differs.to_numpy(zero_copy_only=False)
     segment = np.cumsum(new_key)
+    # Imported here: only session windows use pandas, and every Spark Python worker importing the
+    # authoring API would otherwise pay its fifth of a second.
+    import pandas as pd
+
     reach = pd.Series(ends).groupby(segment).cummax().to_numpy()
     previous = np.empty(n, dtype=np.int64)
     previous[1:] = reach[:-1]
