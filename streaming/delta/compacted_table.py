@@ -38,7 +38,7 @@ and tried again after the next commit; the commit stands.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -161,10 +161,12 @@ class CompactedTable:
         end_offsets: dict[str, Any],
         deployment: str,
         fingerprint: str = "",
+        state_versions: Mapping[int, int] | None = None,
     ) -> CommitResult:
-        """Commit a batch whose shares were written (``ShareWriter``), e.g. by Spark tasks."""
+        """Commit a batch whose shares were written (``ShareWriter``), e.g. by Spark tasks;
+        ``state_versions`` is a stateful plan's state version the commit records."""
         assert self._dv is not None and self.maintenance is not None
-        info = commit_info(batch_id, end_offsets, deployment, fingerprint)
+        info = commit_info(batch_id, end_offsets, deployment, fingerprint, state_versions)
         self.maintenance.before_commit()
         done = self._dv.commit(shares, batch_id, info)
         if not done.skipped:

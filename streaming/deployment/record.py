@@ -8,7 +8,9 @@ code pin, see ``streaming.deployment.code_pin``). Every file it owns is named af
 =============================================  ===============================================
 ``tables/<id>/``                               its compacted Delta table
 ``checkpoints/<id>/``                          Spark's checkpoint (read by ``SparkCheckpoint``)
-``state/<id>/``                                the operator state of a stateful plan
+``state/<id>/partition-<n>/``                  the operator state of a stateful plan, one
+                                               store per input partition (``whole/`` when the
+                                               state is not split)
 ``dead_letters/<id>/``                         the records it could not use (a Delta table)
 ``locks/<id>.lock``                            held while it runs
 ``code/<id>/``                                 its pinned code: the modules it runs
@@ -45,6 +47,14 @@ from streaming.home import Home, as_home
 
 SEPARATOR = "__"
 PIN_MANIFEST = "pin.json"
+WHOLE_STATE = -1  # the state partition of a plan whose state is not split by input partition
+
+
+def state_partition_path(state_path: Path | str, partition: int) -> Path:
+    """The store of one state partition under a deployment's ``state_path`` (executors compute
+    it from the path the driver hands them)."""
+    name = "whole" if partition == WHOLE_STATE else f"partition-{partition:04d}"
+    return Path(state_path) / name
 
 
 @dataclass(frozen=True)

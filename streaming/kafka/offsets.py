@@ -195,7 +195,10 @@ def plan_ranges(start: OffsetMap, end: OffsetMap) -> list[PartitionRange]:
 
 
 def pack_ranges(
-    ranges: list[PartitionRange], max_groups: int | None, min_records: int = 0
+    ranges: list[PartitionRange],
+    max_groups: int | None,
+    min_records: int = 0,
+    copartition: bool = False,
 ) -> list[tuple[PartitionRange, ...]]:
     """Pack ``ranges`` into at most ``max_groups`` groups (one Spark task each), never splitting
     a range.
@@ -203,24 +206,38 @@ def pack_ranges(
     Fewer, larger tasks cost less than one task per partition when there are more partitions
     than cores (each task has a fixed start-up cost in Spark and in the Python worker): every
     group but the smallest reads at least ``min_records`` records where the ranges allow it, so
-    a small batch is one task. Largest range first into the lightest group, so the groups are
+    a small batch is one task. Largest unit first into the lightest group, so the groups are
     about equal; within a group the ranges keep topic/partition order. ``max_groups`` None and
-    ``min_records`` 0 give one group per range.
+    ``min_records`` 0 give one group per unit. A unit is one range, or with ``copartition`` the
+    ranges of one partition number across the topics (a stateful plan's state partition, whose
+    inputs a task must hold together).
     """
     if not ranges:
         return []
+    units: list[list[PartitionRange]]
+    if copartition:
+        by_number: dict[int, list[PartitionRange]] = {}
+        for rng in ranges:
+            by_number.setdefault(rng.partition, []).append(rng)
+        units = [by_number[number] for number in sorted(by_number)]
+    else:
+        units = [[r] for r in ranges]
     total = sum(r.count for r in ranges)
-    groups = len(ranges) if max_groups is None else max(1, min(max_groups, len(ranges)))
+    groups = len(units) if max_groups is None else max(1, min(max_groups, len(units)))
     if min_records > 0:
         groups = max(1, min(groups, total // min_records))
-    if groups >= len(ranges):
-        return [(r,) for r in ranges]
+    if groups >= len(units):
+        return [tuple(unit) for unit in units]
     bins: list[list[PartitionRange]] = [[] for _ in range(groups)]
     sizes = [0] * groups
-    for rng in sorted(ranges, key=lambda r: (-r.count, r.topic, r.partition)):
+
+    def size(unit: list[PartitionRange]) -> int:
+        return sum(r.count for r in unit)
+
+    for unit in sorted(units, key=lambda u: (-size(u), u[0].partition, u[0].topic)):
         lightest = sizes.index(min(sizes))
-        bins[lightest].append(rng)
-        sizes[lightest] += rng.count
+        bins[lightest].extend(unit)
+        sizes[lightest] += size(unit)
     ordered = [tuple(sorted(b, key=lambda r: (r.topic, r.partition))) for b in bins]
     return sorted(ordered, key=lambda g: (g[0].topic, g[0].partition))
 

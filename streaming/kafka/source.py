@@ -16,7 +16,9 @@ kappa extension that stops a stream at exact offsets), ``maxOffsetsPerTrigger``,
 ``maxPartitions`` and ``minPartitionRecords`` (kappa extensions: pack the partition ranges of a
 micro-batch into at most that many Spark tasks, each reading at least that many records where
 possible; by default one task per Kafka partition, as Spark's source does),
-``endingOffsetsFile`` (a kappa extension: a JSON file of offsets re-read every trigger, which a
+``coPartition`` (a kappa extension, default false: a task reads partition ``p`` of every topic
+together, as a stateful plan's state partition needs), ``endingOffsetsFile`` (a kappa extension:
+a JSON file of offsets re-read every trigger, which a
 side-by-side version uses to cut its batches where the live version cut its commits),
 ``cutLog``, ``cutIntervalMs`` and ``cutRetentionMs`` (kappa extensions: the platform's log of
 shared cut points, ``streaming.kafka.cuts``; each batch ends at the newest cut in its range, and
@@ -161,7 +163,10 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         ranges = off.plan_ranges(off.from_spark(start), off.from_spark(end))
         groups = off.pack_ranges(
-            ranges, self.options.max_partitions, self.options.min_partition_records
+            ranges,
+            self.options.max_partitions,
+            self.options.min_partition_records,
+            copartition=self.options.copartition,
         )
         return [KafkaRangePartition(group) for group in groups]
 

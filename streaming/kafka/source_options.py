@@ -41,6 +41,7 @@ class SourceOptions:
     cut_log: str | None = None
     cut_interval_ms: int = DEFAULT_INTERVAL_MS
     cut_retention_ms: int = DEFAULT_RETENTION_MS
+    copartition: bool = False
 
     @classmethod
     def parse(cls, options: dict[str, str]) -> SourceOptions:
@@ -70,6 +71,7 @@ class SourceOptions:
             cut_log=lowered.get("cutlog") or None,
             cut_interval_ms=_positive_int(lowered, "cutIntervalMs") or DEFAULT_INTERVAL_MS,
             cut_retention_ms=_positive_int(lowered, "cutRetentionMs") or DEFAULT_RETENTION_MS,
+            copartition=_flag(lowered, "copartition", False),
         )
 
     def spark_schema(self) -> str:

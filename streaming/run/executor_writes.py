@@ -1,4 +1,5 @@
-"""Writing a batch's data files on the executors: each Spark task writes its own share.
+"""Writing a batch's data files on the executors: each Spark task writes its own share (and
+its own dead letters).
 
 The changes never travel to the driver. Each task reduces its rows to the latest change per key,
 writes them as one Parquet file into the table (``streaming.delta.data_files``) and returns its
@@ -15,6 +16,10 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 
 from streaming.delta.data_files import ShareWriter, share_schema
+from streaming.delta.dead_letters import ENTRY_SCHEMA, DeadLetterFiles
+from streaming.kafka.reader import kept_record_schema
+
+DEAD_SCHEMA = kept_record_schema().append(pa.field("error", pa.string()))
 
 
 def write_shares(
@@ -42,3 +47,18 @@ def write_shares(
 
     written = changes.mapInArrow(write, from_arrow_schema(schema)).toArrow()
     return written.cast(schema)
+
+
+def write_dead_letters(dead: DataFrame, files: DeadLetterFiles, batch_id: int) -> pa.Table:
+    """Write every task's dead letters (the source's columns plus ``error``) as files of the
+    dead-letter table; returns their entries."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        received = [b for b in batches if b.num_rows]
+        if received:
+            rows = pa.Table.from_batches(received).select(DEAD_SCHEMA.names).cast(DEAD_SCHEMA)
+            yield from files.write(rows, batch_id).to_batches()
+
+    written = dead.mapInArrow(write, from_arrow_schema(ENTRY_SCHEMA)).toArrow()
+    return written.cast(ENTRY_SCHEMA)

@@ -1,9 +1,15 @@
-"""Processing one micro-batch: decode, transform, dead-letter, and commit exactly once."""
+"""Processing one micro-batch: decode, transform, dead-letter, and commit exactly once.
+
+Every pipeline's rows stay on the executors: a transform's changes and dead letters are written
+there as files of the table and of the dead-letter table, a plan runs there with its state
+(``streaming.run.planned_batch``); the driver commits the files' entries.
+"""
 
 from __future__ import annotations
 
 import time
 from collections import deque
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,8 +20,8 @@ from streaming.delta.compacted_table import CommitResult, CompactedTable
 from streaming.delta.dead_letters import DeadLetters
 from streaming.deployment import Deployment
 from streaming.kafka.decode import BatchSplitter
-from streaming.run.crash_point import crash_point
-from streaming.run.executor_writes import write_shares
+from streaming.run.copartition import StatePartitions
+from streaming.run.executor_writes import write_dead_letters, write_shares
 from streaming.run.planned_batch import PlannedBatch
 from streaming.run.publication import ChangelogPublisher
 
@@ -58,22 +64,22 @@ class BatchWriter:
         pipeline: Pipeline,
         deployment: Deployment,
         publisher: ChangelogPublisher | None = None,
+        partitions: StatePartitions | None = None,
     ) -> None:
         self.pipeline = pipeline
         self.deployment = deployment
         stateful = pipeline.plan is not None
         self.splitter = None if stateful else BatchSplitter(pipeline)
-        self.planned = PlannedBatch(pipeline, deployment) if stateful else None
-        # Once a batch is in the table, the state files no restart can need go.
-        upkeep = [self.planned.store.collect_garbage] if self.planned is not None else []
         self.table = CompactedTable(
-            deployment.table_path,
-            pipeline.table_schema,
-            pipeline.table,
-            deployment.app_id,
-            upkeep=upkeep,
+            deployment.table_path, pipeline.table_schema, pipeline.table, deployment.app_id
         )
         self.dead_letters = DeadLetters(deployment.dead_letter_path, deployment.app_id)
+        self.planned = None
+        if stateful:
+            assert partitions is not None, "a plan runs with its state partitions"
+            self.planned = PlannedBatch(
+                pipeline, deployment, self.table, self.dead_letters, partitions
+            )
         self.change_schema = pipeline.table.change_schema(pipeline.table_schema)
         self.publisher = publisher
         self.results: deque[BatchResult] = deque(maxlen=RECENT_RESULTS)
@@ -97,13 +103,16 @@ class BatchWriter:
                 return
             info = (end_offsets, self.deployment.id, self.pipeline.fingerprint)
             if self.planned is not None:
-                planned = self.planned.run(batch.toArrow(), batch_id, end_offsets, committed)
-                arrow, input_rows = planned.changes, planned.input_rows
-                dead_count = self.dead_letters.append(planned.dead_letters, batch_id)
-                # Published before the commit: a replay finds the batch published.
-                if self.publisher is not None and self.publisher.publish(arrow, batch_id):
-                    crash_point("published", batch_id)
-                result = self.table.apply(arrow, batch_id, *info)
+                publishing = self.publisher.batch(batch_id) if self.publisher else nullcontext()
+                with publishing as publisher:  # the live pointer held while the tasks publish
+                    planned = self.planned.run(batch, batch_id, end_offsets, committed, publisher)
+                input_rows = planned.input_rows
+                dead_count = self.dead_letters.commit(planned.dead_letters, batch_id)
+                result = self.table.commit_shares(
+                    planned.shares, batch_id, *info, state_versions=planned.state_versions
+                )
+                if not result.skipped:
+                    self.planned.committed(batch_id, planned.state_versions)
             else:
                 result, input_rows, dead_count = self._transform(batch, batch_id, info)
         self._record(
@@ -135,7 +144,8 @@ class BatchWriter:
         input_rows, dead_rows = decoded.counts()
         dead_count = 0
         if dead_rows:
-            dead_count = self.dead_letters.append(decoded.dead.toArrow(), batch_id)
+            files = write_dead_letters(decoded.dead, self.dead_letters.files, batch_id)
+            dead_count = self.dead_letters.commit(files, batch_id)
         if self.table.writes_shares:
             result = self.table.commit_shares(shares, batch_id, *info)
         else:

@@ -1,127 +1,161 @@
-"""One micro-batch of a stateful plan: decode per topic, run the operator's step with its durable
-state, and hand the sink full-row changes.
+"""One micro-batch of a stateful plan, run where the data is: the driver plans, the executors
+compute, the driver commits.
 
-The state after batch ``B`` is written to the deployment's state store under ``B`` before the
-table commits ``B``. The state used for a batch is always loaded as of the table's last committed
-batch, so a crash between the two writes replays ``B`` from the state before it: the store
-ignores (and later removes) the files of a batch whose table commit never happened.
+The Kafka source puts partition ``p`` of every input in one Spark task (``coPartition``), so a
+plan whose inputs are co-partitioned (``streaming.run.copartition``) runs as one state partition
+per input partition (``streaming.run.partition_task``): the task decodes the records, runs the
+operator with the partition's state, writes the state's changelog, the table's data file and the
+dead letters, and returns the files' entries, the changed keys and the state's new version. The
+driver never holds a record or an output row: it collects those small rows and commits them as
+one Delta log entry carrying the batch's source offsets and the state's version (per state
+partition, the batch whose state files the table reflects).
+
+Exactly once: a task loads its partition's state at the version the table's last commit records,
+so a batch whose commit never happened (the process or an executor died) is computed again from
+the same state, and its state files are rewritten; the store ignores, then removes, files of a
+batch the table does not record.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
+from pyspark.sql import DataFrame
 
 from streaming.define.pipeline import Pipeline
-from streaming.define.plan import Plan
-from streaming.define.topic import Topic
+from streaming.delta.compacted_table import CompactedTable
+from streaming.delta.data_files import share_schema
+from streaming.delta.dead_letters import ENTRY_SCHEMA, DeadLetters
+from streaming.delta.table_reader import latest_commit
 from streaming.deployment import Deployment
-from streaming.kafka.reader import kept_record_schema
-from streaming.kafka.value_decoder import ValueDecoder
-from streaming.operators import Batch
-from streaming.state import State, StateStore
-
-RAW_SCHEMA = kept_record_schema()
-RAW_COLUMNS = tuple(RAW_SCHEMA.names)
-DEAD_SCHEMA = RAW_SCHEMA.append(pa.field("error", pa.string()))
+from streaming.errors import RunError
+from streaming.run.copartition import StatePartitions
+from streaming.run.partition_task import DEAD_PREFIX, PartitionTask, result_schema
+from streaming.run.publication import PartitionPublisher
 
 
 @dataclass(frozen=True)
 class PlannedChanges:
-    """What one batch of a plan produced."""
+    """What the executors did for one batch, as the driver commits it."""
 
-    changes: pa.Table  # the table's columns plus ``_delete``, at most one row per key
+    shares: pa.Table  # the table's written shares (``streaming.delta.data_files``)
+    dead_letters: pa.Table  # the dead-letter files' entries
     input_rows: int
-    dead_letters: pa.Table  # raw records plus ``error`` (decode failures and late records)
+    state_versions: dict[int, int]  # after the batch
 
 
 class PlannedBatch:
-    """Runs one deployment's plan, one micro-batch at a time, with its state store."""
+    """Runs one deployment's plan on the executors, one micro-batch at a time."""
 
-    def __init__(self, pipeline: Pipeline, deployment: Deployment) -> None:
+    def __init__(
+        self,
+        pipeline: Pipeline,
+        deployment: Deployment,
+        table: CompactedTable,
+        dead_letters: DeadLetters,
+        partitions: StatePartitions,
+    ) -> None:
         assert pipeline.plan is not None
-        self.plan: Plan = pipeline.plan
+        self.plan = pipeline.plan
         self.schema = pipeline.table_schema
-        self.store = StateStore(deployment.state_path)
-        self.decoders = {topic.name: decoder_of(topic) for topic in self.plan.inputs}
-        self._state: State | None = None
-
-    def state_as_of(self, committed: int | None) -> State:
-        """The operator state after the table's last committed batch."""
-        if self._state is None or self.store.head != committed:
-            loaded = self.store.load(committed)
-            self._state = loaded if committed is not None else self.plan.operator.initial_state()
-        return self._state
+        self.deployment = deployment
+        self.table = table
+        self.dead_letters = dead_letters
+        self.partitions = partitions
+        self._versions: tuple[int | None, dict[int, int]] | None = None  # (as of batch, versions)
+        self._partition_sets: dict[str, set[str]] | None = None
+        refuse_undivided_state(deployment)
 
     def run(
-        self, raw: pa.Table, batch_id: int, ends: dict[str, Any], committed: int | None
+        self,
+        batch: DataFrame,
+        batch_id: int,
+        ends: dict[str, Any],
+        committed: int | None,
+        publisher: PartitionPublisher | None = None,
     ) -> PlannedChanges:
-        """Apply one batch of raw records (the Kafka source's columns) and persist the state."""
-        state = self.state_as_of(committed)
-        raw = normalized(raw)
-        records: dict[str, pa.Table] = {}
-        bad: list[pa.Table] = []
-        for topic in self.plan.inputs:
-            mine = raw.filter(pc.equal(raw.column("topic"), topic.name))
-            good, dead = decode(topic, self.decoders[topic.name], mine)
-            records[topic.name] = good
-            bad.append(dead)
-        ends_by_input = {t.name: _partition_ends(ends.get(t.name, {})) for t in self.plan.inputs}
-        step = self.plan.operator.step(state, Batch(records, ends_by_input))
-        self.store.write(batch_id, step.delta, step.state)
-        self._state = step.state
-        late = late_records(raw, step.dead_letters)
-        changes = self.plan.finish(step.changes, self.schema)
-        dead = pa.concat_tables([piece.cast(DEAD_SCHEMA) for piece in [*bad, late]])
-        return PlannedChanges(changes, raw.num_rows, dead)
+        """Run batch ``batch_id`` (the source's raw records, ending at ``ends``) on the
+        executors, from the state the table's last commit (``committed``) records; the tasks
+        publish their changes with ``publisher``."""
+        self._check_partitions(ends)
+        versions = self._versions_as_of(committed)
+        task = PartitionTask(
+            plan=self.plan,
+            table_schema=self.schema,
+            state_root=str(self.deployment.state_path),
+            versions=versions,
+            batch_id=batch_id,
+            ends={t: {int(p): int(e) for p, e in parts.items()} for t, parts in ends.items()},
+            whole=not self.partitions.by_partition,
+            writer=self.table.share_writer(),
+            dead=self.dead_letters.files,
+            publisher=publisher,
+        )
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        schema = result_schema(self.table.share_writer().key_type)
+        result = batch.mapInArrow(task, from_arrow_schema(schema)).toArrow().cast(schema)
+        written = dict(versions)
+        for partition in result["state_partition"].to_pylist():
+            written[partition] = batch_id
+        dead = result.select([DEAD_PREFIX + name for name in ENTRY_SCHEMA.names])
+        dead = dead.rename_columns(ENTRY_SCHEMA.names).filter(dead[DEAD_PREFIX + "path"].is_valid())
+        shares = result.select(share_schema(schema.field("keys").type.value_type).names)
+        rows = sum(result["input_rows"].to_pylist())
+        return PlannedChanges(shares, dead, rows, written)
+
+    def committed(self, batch_id: int, versions: Mapping[int, int]) -> None:
+        """The table committed ``batch_id`` with these state versions."""
+        self._versions = (batch_id, dict(versions))
+
+    def _versions_as_of(self, committed: int | None) -> dict[int, int]:
+        """The state versions the table's last commit records (read once, then followed)."""
+        if self._versions is None or self._versions[0] != committed:
+            last = latest_commit(self.deployment.table_path) if committed is not None else None
+            if last is not None and last.batch_id != committed:
+                msg = f"the table's last commit is batch {last.batch_id}, not {committed}"
+                raise RunError(msg)
+            if last is not None and last.state_versions is None:
+                raise RunError(_undivided(self.deployment))
+            self._versions = (committed, dict(last.state_versions or {}) if last else {})
+        return dict(self._versions[1])
+
+    def _check_partitions(self, ends: Mapping[str, Mapping[str, int]]) -> None:
+        """A plan's inputs keep their partitions: a key's partition, and the state split by it,
+        depend on the partition count."""
+        sets = {topic: set(parts) for topic, parts in ends.items()}
+        if self._partition_sets is None:
+            last = latest_commit(self.deployment.table_path)
+            self._partition_sets = (
+                {t: set(map(str, p)) for t, p in last.end_offsets.items()} if last else sets
+            )
+        for topic, parts in sets.items():
+            before = self._partition_sets.get(topic)
+            if before is not None and parts != before:
+                msg = (
+                    f"input {topic!r} now has partitions {sorted(parts, key=int)} where the "
+                    f"table was built from {sorted(before, key=int)}: keys moved between "
+                    "partitions, so the state split by partition no longer holds; deploy a new "
+                    "version that reprocesses the inputs"
+                )
+                raise RunError(msg)
+        self._partition_sets = sets
 
 
-def normalized(raw: pa.Table) -> pa.Table:
-    """The source's columns with fixed types (Spark may hand large binary/string types over, and
-    non-null flags), so every piece of a batch concatenates and decodes alike."""
-    return raw.select(list(RAW_COLUMNS)).cast(RAW_SCHEMA)
+def refuse_undivided_state(deployment: Deployment) -> None:
+    """A deployment whose state an earlier release kept as one store on the driver cannot be
+    resumed by executors."""
+    root = deployment.state_path
+    if root.is_dir() and any(p.suffix == ".kst" for p in root.iterdir()):
+        raise RunError(_undivided(deployment))
 
 
-def decoder_of(topic: Topic) -> ValueDecoder:
-    return ValueDecoder(topic.value_schema, topic.required, topic.changelog)
-
-
-def decode(topic: Topic, decoder: ValueDecoder, raw: pa.Table) -> tuple[pa.Table, pa.Table]:
-    """The records of one topic as the operator reads them, and the ones that do not decode."""
-    keys = raw.column("key").combine_chunks()
-    values = raw.column("value").combine_chunks()
-    decoded = decoder.decode(keys, values)
-    ok = decoded.error.is_null()
-    dead = raw.select(list(RAW_COLUMNS)).filter(pc.invert(ok))
-    dead = dead.append_column("error", decoded.error.filter(pc.invert(ok)))
-    value = decoded.value.filter(ok)
-    columns: dict[str, pa.Array] = {topic.key: keys.filter(ok).cast(pa.string())}
-    for field in topic.fields:
-        if field.name != topic.key:
-            columns[field.name] = pc.struct_field(value, field.name)
-    kept = raw.filter(ok)
-    columns["_partition"] = kept.column("partition").cast(pa.int32())
-    columns["_offset"] = kept.column("offset").cast(pa.int64())
-    columns["_timestamp"] = kept.column("timestamp")
-    if topic.changelog:
-        columns["_delete"] = decoded.tombstone.filter(ok)
-    return pa.table(columns), dead
-
-
-def late_records(raw: pa.Table, letters: pa.Table) -> pa.Table:
-    """The raw records an operator dead-lettered, with their reason as ``error``."""
-    if letters.num_rows == 0:
-        return DEAD_SCHEMA.empty_table()
-    wanted = letters.select(["input", "partition", "offset", "reason"]).rename_columns(
-        ["topic", "partition", "offset", "error"]
+def _undivided(deployment: Deployment) -> str:
+    return (
+        f"{deployment.id}: its operator state was written by an earlier release as one store on "
+        "the driver, which the executors do not read; deploy a new version (it rebuilds the "
+        "state from the log beside this one)"
     )
-    joined = raw.join(wanted, keys=["topic", "partition", "offset"], join_type="inner")
-    assert joined.num_rows == letters.num_rows, "a dead-lettered record is not in the batch"
-    return joined.select([*RAW_COLUMNS, "error"])
-
-
-def _partition_ends(ends: dict[str, int]) -> dict[int, int]:
-    return {int(partition): int(offset) for partition, offset in ends.items()}

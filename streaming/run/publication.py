@@ -24,6 +24,14 @@ become visible together or not at all:
 - A crash after the Kafka commit but before the table's: the replayed batch finds itself in the
   position and sends nothing.
 
+A stateful plan's changes are published where they are computed: each state partition's task
+publishes its share of a batch (:class:`PartitionPublisher`) in a transaction of its own
+producer (``transactional.id`` and group suffixed ``-p<partition>``), which commits that
+partition's position; the driver (:meth:`ChangelogPublisher.batch`) holds the live pointer for
+the batch, decides whether the deployment publishes at all, and does the handover. A reader then
+sees each partition's share of a batch once and whole (a batch's shares become visible one
+partition at a time).
+
 Readers with ``read_uncommitted`` see aborted records too. The transactional id and the group are
 named after a hash of the platform home's real path, the deployment and the topic, so they stay
 the same across restarts and differ between homes sharing a broker. The broker forgets a group's
@@ -47,7 +55,9 @@ import hashlib
 import itertools
 import json
 import os
-from collections.abc import Iterator
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -100,6 +110,87 @@ def _home_tag(deployment: Deployment) -> str:
     return hashlib.sha256(os.path.realpath(deployment.home).encode()).hexdigest()[:12]
 
 
+def _position(metadata: str) -> Published:
+    data = json.loads(metadata)
+    since = data["live_since"]
+    return Published(int(data["batch"]), None if since is None else float(since))
+
+
+@dataclass(frozen=True)
+class PartitionPublisher:
+    """Publishes state partitions' shares of one batch, in the tasks that compute them; small
+    and picklable. Each partition has its own transactional producer and position group (the
+    deployment's, suffixed ``-p<partition>``), kept open in the worker between batches."""
+
+    client: Mapping[str, str]
+    topic: str
+    key: tuple[str, ...]  # the table's key columns
+    deployment: str  # its id, stamped on every record
+    transactional_id: str  # the deployment's, without the partition suffix
+    group: str
+    live_since: float | None
+    batch_id: int
+
+    def publish(self, partition: int, changes: pa.Table) -> int:
+        """Send ``partition``'s changes of the batch with its position, once (module
+        docstring); returns how many records were sent (0 when this batch was sent before)."""
+        try:
+            return self._publish(partition, changes)
+        except TransactionError as exc:
+            if "fenced" not in str(exc) and "took over" not in str(exc):
+                raise PublicationError(f"publishing to {self.topic!r}: {exc}") from None
+            # Another worker took the partition over since this one last published: open anew.
+            _forget_writer(self._names(partition)[0])
+            try:
+                return self._publish(partition, changes)
+            except TransactionError as again:
+                raise PublicationError(f"publishing to {self.topic!r}: {again}") from None
+
+    def _publish(self, partition: int, changes: pa.Table) -> int:
+        writer = _writer(self.client, *self._names(partition))
+        position = writer.position(self.topic, POSITION_PARTITION)
+        done = _position(position.metadata) if position is not None else None
+        if done is not None and done.live_since == self.live_since and done.batch >= self.batch_id:
+            return 0
+        headers = [
+            (DEPLOYMENT_HEADER, self.deployment.encode()),
+            (BATCH_HEADER, str(self.batch_id).encode()),
+        ]
+        mark = json.dumps({"batch": self.batch_id, "live_since": self.live_since})
+        sent = 0
+        with writer.transaction() as transaction:
+            for key, value in change_records(changes, self.key):
+                transaction.produce(self.topic, key.encode(), value, headers)
+                sent += 1
+            transaction.commit_position(self.topic, POSITION_PARTITION, self.batch_id + 1, mark)
+        return sent
+
+    def _names(self, partition: int) -> tuple[str, str]:
+        return f"{self.transactional_id}-p{partition}", f"{self.group}-p{partition}"
+
+
+# This worker's open transactional producers, by transactional id.
+_WRITERS: dict[str, TransactionalProducer] = {}
+_WRITERS_LOCK = threading.Lock()
+
+
+def _writer(client: Mapping[str, str], transactional_id: str, group: str) -> TransactionalProducer:
+    with _WRITERS_LOCK:
+        writer = _WRITERS.get(transactional_id)
+        if writer is None:
+            writer = _WRITERS[transactional_id] = TransactionalProducer(
+                client, transactional_id, group
+            )
+        return writer
+
+
+def _forget_writer(transactional_id: str) -> None:
+    with _WRITERS_LOCK:
+        writer = _WRITERS.pop(transactional_id, None)
+    if writer is not None:
+        writer.close()
+
+
 class ChangelogPublisher:
     """Publishes one deployment's changes to ``topic``; its clients are created on first use."""
 
@@ -132,9 +223,7 @@ class ChangelogPublisher:
         if position is None:
             return None
         try:
-            data = json.loads(position.metadata)
-            since = data["live_since"]
-            return Published(int(data["batch"]), None if since is None else float(since))
+            return _position(position.metadata)
         except (ValueError, KeyError, TypeError):
             msg = (
                 f"the published position of {self.deployment.id} on {self.topic!r} (group "
@@ -144,10 +233,60 @@ class ChangelogPublisher:
             )
             raise PublicationError(msg) from None
 
+    @contextmanager
+    def batch(self, batch_id: int) -> Iterator[PartitionPublisher | None]:
+        """Publication of batch ``batch_id`` by its state partitions' tasks, while this holds
+        the live pointer: None when this version is not the one to publish; otherwise the
+        handover is done first if the live pointer switched since the deployment last published
+        (the topic brought to the table at its last commit, in the driver's own transaction)."""
+        home, pipeline = self.deployment.home, self.deployment.pipeline
+        with pointer_held(home, pipeline):
+            live = read_live(home, pipeline)
+            if live is not None and live.version != self.deployment.version:
+                yield None
+                return
+            since = None if live is None else live.since
+            if not self._topic_ready:
+                ensure_topics(self.settings, [self.topic])
+                self._topic_ready = True
+            done = self.published()
+            if done is None or done.live_since != since:
+                self._hand_over(batch_id - 1, since)
+            yield PartitionPublisher(
+                client=self.settings.kafka.client_config(),
+                topic=self.topic,
+                key=self.key,
+                deployment=self.deployment.id,
+                transactional_id=self._writer.transactional_id,
+                group=self._writer.group,
+                live_since=since,
+                batch_id=batch_id,
+            )
+
+    def _hand_over(self, last_batch: int, since: float | None) -> None:
+        """Bring the topic to the table at its last commit, in one transaction with the
+        driver's position "handed over after ``last_batch`` under switch ``since``"."""
+        records = self._reconciliation()
+        headers = [
+            (DEPLOYMENT_HEADER, self.deployment.id.encode()),
+            (BATCH_HEADER, str(last_batch).encode()),
+        ]
+        position = json.dumps({"batch": last_batch, "live_since": since})
+        try:
+            with self._writer.transaction() as transaction:
+                for key, value in records:
+                    transaction.produce(self.topic, str(key).encode(), value, headers)
+                transaction.commit_position(
+                    self.topic, POSITION_PARTITION, last_batch + 1, position
+                )
+        except TransactionError as exc:
+            msg = f"handing {self.topic!r} over to {self.deployment.id} failed: {exc}"
+            raise PublicationError(msg) from None
+
     def publish(self, changes: pa.Table, batch_id: int) -> int:
-        """Send one batch's changes (``_delete`` marks deletes), after the reconciliation of a
-        handover, in one transaction with the position (module docstring); returns how many
-        records were sent."""
+        """Send one batch's changes (``_delete`` marks deletes) from here, after the
+        reconciliation of a handover, in one transaction with the position (module docstring);
+        returns how many records were sent."""
         home, pipeline = self.deployment.home, self.deployment.pipeline
         with pointer_held(home, pipeline):
             live = read_live(home, pipeline)
@@ -165,7 +304,7 @@ class ChangelogPublisher:
             # A handover brings the topic to the last commit, so this batch always follows it.
             # The batch's own records are encoded as they are sent, a chunk of rows at a time.
             reconciliation = self._reconciliation() if handover else []
-            records = itertools.chain(reconciliation, self._changes(changes))
+            records = itertools.chain(reconciliation, change_records(changes, self.key))
             sent = 0
             headers = [
                 (DEPLOYMENT_HEADER, self.deployment.id.encode()),
@@ -184,12 +323,6 @@ class ChangelogPublisher:
                 msg = f"publishing batch {batch_id} to {self.topic!r} failed: {exc}"
                 raise PublicationError(msg) from None
             return sent
-
-    def _changes(self, changes: pa.Table) -> Iterator[Record]:
-        deleted = changes.column("_delete").to_pylist()
-        rows = encoded_rows(changes.drop_columns(["_delete"]), self.key)
-        for (key, value), gone in zip(rows, deleted, strict=True):
-            yield key, None if gone else value
 
     def _reconciliation(self) -> list[Record]:
         """What brings the topic, read back as a table, to this deployment's table at its last
@@ -231,6 +364,15 @@ def record_key(row: dict[str, Any], key: tuple[str, ...]) -> str:
         return str(row[key[0]])
     values = {name: row[name] for name in key}
     return json.dumps(values, separators=(",", ":"), default=_json_number)
+
+
+def change_records(changes: pa.Table, key: tuple[str, ...]) -> Iterator[Record]:
+    """(record key, the row as JSON or None on delete) of each change, encoded as they are
+    taken, a chunk of rows at a time."""
+    deleted = changes.column("_delete").to_pylist()
+    rows = encoded_rows(changes.drop_columns(["_delete"]), key)
+    for (record, value), gone in zip(rows, deleted, strict=True):
+        yield record, None if gone else value
 
 
 def _json_number(value: Any) -> Any:

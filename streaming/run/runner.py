@@ -23,8 +23,9 @@ from streaming.deployment import Deployment
 from streaming.errors import DataLossError, RunError
 from streaming.kafka import offsets as off
 from streaming.kafka.decode import source_options
-from streaming.kafka.log import KafkaLog
+from streaming.kafka.log import KafkaLog, topic_partitions_or_error
 from streaming.kafka.source import FORMAT
+from streaming.run.copartition import StatePartitions, state_partitions
 from streaming.run.health import CAUGHT_UP, RUNNING, STOPPED, classify
 from streaming.run.micro_batch import BatchWriter
 from streaming.run.options import RunOptions
@@ -57,7 +58,6 @@ class PipelineRunner:
         if pipeline.publish is not None:
             key = pipeline.table.keys
             publisher = ChangelogPublisher(settings, deployment, pipeline.publish, key)
-        self.writer = BatchWriter(pipeline, deployment, publisher)
         self._stop = stop or threading.Event()
         self._query: StreamingQuery | None = None
         self._previous_lag: int | None = None
@@ -65,7 +65,17 @@ class PipelineRunner:
         self._committed_before: off.OffsetMap = {}  # the table's position when this run started
         # Connects on first use, reused per report.
         self._log = KafkaLog.of(settings.kafka)
+        self.partitions = self._state_partitions()
+        self.writer = BatchWriter(pipeline, deployment, publisher, self.partitions)
         self.alignment = LiveAlignment(deployment) if options.follow_live else None
+
+    def _state_partitions(self) -> StatePartitions | None:
+        """How a plan's state is split (refused now if its inputs are not co-partitioned)."""
+        plan = self.pipeline.plan
+        if plan is None:
+            return None
+        found = topic_partitions_or_error(self._log, list(plan.topics))
+        return state_partitions(plan, {topic: len(parts) for topic, parts in found.items()})
 
     def request_stop(self) -> None:
         """Ask the query to stop after the batch in flight (safe from a signal handler)."""
@@ -80,8 +90,13 @@ class PipelineRunner:
         )
         for key, value in source_options(self.pipeline).items():
             reader = reader.option(key, value)
-        # One task per core at most, and small batches in one task (offsets.pack_ranges).
-        reader = reader.option("maxPartitions", str(self.spark.sparkContext.defaultParallelism))
+        # One task per core at most, and small batches in one task (offsets.pack_ranges); a
+        # plan's task holds partition p of every input (its state partition), or everything.
+        tasks = self.spark.sparkContext.defaultParallelism
+        if self.partitions is not None:
+            reader = reader.option("coPartition", "true")
+            tasks = tasks if self.partitions.by_partition else 1
+        reader = reader.option("maxPartitions", str(tasks))
         reader = reader.option("minPartitionRecords", str(off.MIN_TASK_RECORDS))
         if self.options.ending_offsets:
             reader = reader.option("endingOffsets", self.options.ending_offsets)

@@ -112,7 +112,7 @@ class StateStore:
         files = self._files()
         snapshots = [b for b in files["snapshot"] if b <= as_of_batch]
         base = max(snapshots) if snapshots else None
-        if known is not None and known[0] <= as_of_batch and (base is None or known[0] > base):
+        if known is not None and known[0] <= as_of_batch and (base is None or known[0] >= base):
             chain = self._chain(files, as_of_batch, known[0])
             if chain is not None:
                 # The snapshot thresholds count from the newest snapshot, as a full load would:

@@ -1,6 +1,7 @@
-"""A stateful plan's micro-batch without Spark: raw Kafka-shaped Arrow records in, table changes
-out, state in a real state store. A crash after the state write but before the table commit
-replays the batch from the state before it, with the same result."""
+"""A stateful plan's state partition as a Spark task runs it, without Spark: raw Kafka-shaped
+Arrow records in, the task's result row out, the table's data file and the partition's state in a
+real table and state store. A task rerun after its batch's commit failed starts from the state
+the table records and gives the same rows."""
 
 from __future__ import annotations
 
@@ -9,11 +10,17 @@ from decimal import Decimal
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from pipelines.transactions_enriched import PIPELINE
+from streaming.define.pipeline import Pipeline
+from streaming.delta.compacted_table import CompactedTable
+from streaming.delta.data_files import share_schema
+from streaming.delta.dead_letters import ENTRY_SCHEMA, DeadLetters
 from streaming.delta.table_reader import read_arrow
 from streaming.deployment import Deployment
-from streaming.run.planned_batch import PlannedBatch
+from streaming.run.copartition import Partitioning, StatePartitions
+from streaming.run.partition_task import DEAD_PREFIX, PartitionTask
 
 T0 = 1_700_000_000_000
 
@@ -52,11 +59,66 @@ def _ends(customers: int, transactions: int) -> dict:
     return {"customers": {"0": customers}, "transactions": {"0": transactions}}
 
 
+class Tasks:
+    """One deployment's plan run batch by batch as the executors' tasks run it, committed as the
+    driver commits it (the shares and dead letters the tasks return, and the state versions)."""
+
+    def __init__(self, pipeline: Pipeline, deployment: Deployment) -> None:
+        assert pipeline.plan is not None
+        self.pipeline, self.deployment = pipeline, deployment
+        self.table = CompactedTable(
+            deployment.table_path, pipeline.table_schema, pipeline.table, deployment.app_id
+        )
+        self.dead = DeadLetters(deployment.dead_letter_path, deployment.app_id)
+        self.versions: dict[int, int] = {}
+
+    def run(self, raw: pa.Table, batch_id: int, ends: dict, commit: bool = True) -> pa.Table:
+        """Run one batch (one task per partition number, as ``coPartition`` packs them) and,
+        with ``commit``, commit it; returns the tasks' result rows."""
+        assert self.pipeline.plan is not None
+        task = PartitionTask(
+            plan=self.pipeline.plan,
+            table_schema=self.pipeline.table_schema,
+            state_root=str(self.deployment.state_path),
+            versions=dict(self.versions),
+            batch_id=batch_id,
+            ends={t: {int(p): int(e) for p, e in parts.items()} for t, parts in ends.items()},
+            whole=False,
+            writer=self.table.share_writer(),
+            dead=self.dead.files,
+        )
+        rows = [
+            pa.Table.from_batches(
+                list(task(iter(raw.filter(pc.equal(raw["partition"], p)).to_batches())))
+            )
+            for p in sorted(set(raw["partition"].to_pylist()))
+        ]
+        result = pa.concat_tables(rows)
+        if commit:
+            shares = result.select(share_schema(self.table.share_writer().key_type).names)
+            dead = result.select([DEAD_PREFIX + n for n in ENTRY_SCHEMA.names])
+            dead = dead.rename_columns(ENTRY_SCHEMA.names)
+            dead = dead.filter(dead["path"].is_valid())
+            self.dead.commit(dead, batch_id)
+            versions = dict(self.versions)
+            versions.update(dict.fromkeys(result["state_partition"].to_pylist(), batch_id))
+            done = self.table.commit_shares(
+                shares, batch_id, ends, self.deployment.id, state_versions=versions
+            )
+            assert not done.skipped
+            self.versions = versions
+        return result
+
+    def rows(self, key: str) -> dict:
+        return {r[key]: r for r in read_arrow(self.deployment.table_path).to_pylist()}
+
+
 def test_join_as_of_event_time_late_and_bad_records(tmp_path: Path) -> None:
-    planned = PlannedBatch(PIPELINE, Deployment(PIPELINE.name, "v1", tmp_path))
+    deployment = Deployment(PIPELINE.name, "v1", tmp_path)
+    tasks = Tasks(PIPELINE, deployment)
     first = _raw([_customer(0, T0, "DE"), _txn(0, T0 + 5_000, "t1"), _txn(1, T0 - 1, "t0")])
-    out = planned.run(first, 0, _ends(1, 2), None)
-    rows = {r["txn_id"]: r for r in out.changes.to_pylist()}
+    tasks.run(first, 0, _ends(1, 2))
+    rows = tasks.rows("txn_id")
     assert rows["t1"]["customer_country"] == "DE" and rows["t1"]["suspicious"] is False
     assert rows["t1"]["amount"] == Decimal("12.50")
     assert rows["t0"]["customer_country"] is None and rows["t0"]["suspicious"] is True
@@ -69,45 +131,70 @@ def test_join_as_of_event_time_late_and_bad_records(tmp_path: Path) -> None:
             ("transactions", 0, 3, T0, "c1", {"txn_id": 5}),
         ]
     )
-    out = planned.run(second, 1, _ends(2, 4), 0)
-    rows = {r["txn_id"]: r for r in out.changes.to_pylist()}
+    result = tasks.run(second, 1, _ends(2, 4))
+    assert result["input_rows"].to_pylist() == [3]
+    rows = tasks.rows("txn_id")
     assert rows["t1"]["customer_country"] == "FR" and "t-late" not in rows
-    assert rows.get("t0", {"customer_country": None})["customer_country"] is None
+    assert rows["t0"]["customer_country"] is None
     assert rows["t1"]["suspicious"] is True
-    errors = sorted(out.dead_letters.column("error").to_pylist())
+    dead = tasks.dead.read().to_pylist()
+    errors = sorted(r["error"] for r in dead)
     assert errors[0] == "late" and errors[1].startswith("value is not a JSON object")
+    assert {r["batch_id"] for r in dead} == {1}
 
 
-def test_a_crash_between_state_write_and_table_commit_replays_the_batch(tmp_path: Path) -> None:
+def test_a_task_rerun_after_a_failed_commit_starts_from_the_committed_state(
+    tmp_path: Path,
+) -> None:
     deployment = Deployment(PIPELINE.name, "v1", tmp_path)
     first = _raw([_customer(0, T0, "DE"), _txn(0, T0 + 5_000, "t1")])
     second = _raw([_customer(1, T0 + 4_000, "FR"), _txn(1, T0 + 6_000, "t2")])
-    planned = PlannedBatch(PIPELINE, deployment)
-    planned.run(first, 0, _ends(1, 1), None)
-    expected = planned.run(second, 1, _ends(2, 2), 0).changes
-    # The process dies before batch 1's table commit: the table still says batch 0.
-    again = PlannedBatch(PIPELINE, deployment).run(second, 1, _ends(2, 2), 0).changes
-    assert again.sort_by("txn_id").equals(expected.sort_by("txn_id"))
-    assert {r["txn_id"] for r in again.to_pylist()} == {"t1", "t2"}
+    tasks = Tasks(PIPELINE, deployment)
+    tasks.run(first, 0, _ends(1, 1))
+    # Batch 1 runs (its state written) but its commit never happens; a new driver reruns it.
+    tasks.run(second, 1, _ends(2, 2), commit=False)
+    again = Tasks(PIPELINE, deployment)
+    again.versions = {0: 0}  # what the table's last commit records
+    again.run(second, 1, _ends(2, 2))
+    rows = again.rows("txn_id")
+    assert sorted(rows) == ["t1", "t2"]
+    assert rows["t1"]["customer_country"] == "FR" and rows["t2"]["customer_country"] == "FR"
 
 
-def test_hourly_windows_merge_into_a_table_with_a_composite_key(tmp_path: Path) -> None:
+def test_partitions_keep_their_own_state_and_stream_time(tmp_path: Path) -> None:
+    """Partition 1 far ahead in event time does not make partition 0's records late."""
+    deployment = Deployment(PIPELINE.name, "v1", tmp_path)
+    tasks = Tasks(PIPELINE, deployment)
+    p1 = {"txn_id": "x", "customer_id": "c2", "amount": 1, "currency": "EUR", "country": "DE"}
+    raw = _raw(
+        [
+            _customer(0, T0, "DE"),
+            ("transactions", 1, 0, T0 + 10_000_000, "c2", {**p1, "ts": T0 + 10_000_000}),
+            _txn(0, T0 + 1_000, "t1"),
+        ]
+    )
+    ends = {"customers": {"0": 1, "1": 0}, "transactions": {"0": 1, "1": 1}}
+    result = tasks.run(raw, 0, ends)
+    assert sorted(result["state_partition"].to_pylist()) == [0, 1]
+    rows = tasks.rows("txn_id")
+    assert sorted(rows) == ["t1", "x"] and rows["t1"]["customer_country"] == "DE"
+    assert rows["x"]["customer_country"] is None
+    parts = sorted(p.name for p in deployment.state_path.iterdir())
+    assert parts == ["partition-0000", "partition-0001"]
+
+
+def test_hourly_windows_into_a_table_with_a_composite_key(tmp_path: Path) -> None:
     from pipelines.spend_hourly import PIPELINE as HOURLY
-    from streaming.delta.compacted_table import CompactedTable
-    from streaming.delta.table_reader import read_arrow
 
     deployment = Deployment(HOURLY.name, "v1", tmp_path)
-    planned = PlannedBatch(HOURLY, deployment)
-    table = CompactedTable(deployment.table_path, HOURLY.table_schema, HOURLY.table, "test")
+    tasks = Tasks(HOURLY, deployment)
     hour = 3_600_000
     batches = [
         _raw([_txn(0, T0, "a"), _txn(1, T0 + hour, "b")]),
         _raw([_txn(2, T0 + hour - 60_000, "c"), _txn(3, T0 + 2 * hour, "d")]),
     ]
     for batch_id, raw in enumerate(batches):
-        ends = _ends(0, 2 * (batch_id + 1))
-        out = planned.run(raw, batch_id, ends, batch_id - 1 if batch_id else None)
-        table.apply(out.changes, batch_id, ends, deployment.id)
+        tasks.run(raw, batch_id, {"transactions": {"0": 2 * (batch_id + 1)}})
     rows = {
         (r["customer_id"], r["window_start"]): r
         for r in read_arrow(deployment.table_path).to_pylist()
@@ -119,10 +206,14 @@ def test_hourly_windows_merge_into_a_table_with_a_composite_key(tmp_path: Path) 
 
 
 class _Collected:
-    """What the writer needs of Spark's micro-batch DataFrame: its rows as Arrow."""
+    """What the writer needs of Spark's micro-batch DataFrame: ``mapInArrow`` run as one task
+    over its rows, and the result as Arrow."""
 
     def __init__(self, table: pa.Table) -> None:
         self.table = table
+
+    def mapInArrow(self, function, schema) -> _Collected:
+        return _Collected(pa.Table.from_batches(list(function(iter(self.table.to_batches())))))
 
     def toArrow(self) -> pa.Table:
         return self.table
@@ -131,8 +222,6 @@ class _Collected:
 def test_the_writer_commits_each_batch_once_with_late_records_dead_lettered(
     tmp_path: Path,
 ) -> None:
-    from streaming.delta.dead_letters import DeadLetters
-    from streaming.delta.table_reader import read_arrow
     from streaming.run.micro_batch import BatchWriter
 
     deployment = Deployment(PIPELINE.name, "v1", tmp_path)
@@ -145,7 +234,7 @@ def test_the_writer_commits_each_batch_once_with_late_records_dead_lettered(
     log.mkdir(parents=True)
     for batch_id, (_, ends) in enumerate(batches):
         (log / str(batch_id)).write_text(f'v1\n{{"batchWatermarkMs":0}}\n{json.dumps(ends)}\n')
-    writer = BatchWriter(PIPELINE, deployment)
+    writer = BatchWriter(PIPELINE, deployment, partitions=ONE)
     for batch_id, (rows, _) in enumerate(batches):
         writer(_Collected(_raw(rows)), batch_id)  # type: ignore[arg-type]
     writer(_Collected(_raw(batches[-1][0])), 2)  # a restarted query re-offers the last batch
@@ -157,6 +246,8 @@ def test_the_writer_commits_each_batch_once_with_late_records_dead_lettered(
     assert [(r["offset"], r["error"], r["batch_id"]) for r in dead] == [(2, "late", 2)]
     assert writer.results[-1].skipped
 
+
+ONE = StatePartitions(Partitioning.BY_INPUT_PARTITION, 1)
 
 # The bound the README states for a running deployment's state directory: two snapshots and the
 # changelogs of at most 100 batches (a snapshot every 100 batches at the latest).
@@ -170,7 +261,7 @@ def test_the_state_directory_stays_bounded_over_many_batches(tmp_path: Path) -> 
     deployment = Deployment(PIPELINE.name, "v1", tmp_path)
     log = deployment.checkpoint_path / "offsets"
     log.mkdir(parents=True)
-    writer = BatchWriter(PIPELINE, deployment)
+    writer = BatchWriter(PIPELINE, deployment, partitions=ONE)
     most: dict[str, int] = {"snapshot": 0, "changelog": 0}
     batches = 2 * MAX_CHANGELOGS + 10  # two snapshots and more, so garbage to collect
     for batch_id in range(batches):
@@ -181,14 +272,15 @@ def test_the_state_directory_stays_bounded_over_many_batches(tmp_path: Path) -> 
         ends = _ends(batch_id + 1, batch_id + 1)
         (log / str(batch_id)).write_text(f'v1\n{{"batchWatermarkMs":0}}\n{json.dumps(ends)}\n')
         writer(_Collected(_raw(rows)), batch_id)  # type: ignore[arg-type]
-        kinds = [p.name.split("-")[0] for p in deployment.state_path.iterdir()]
+        store = deployment.state_path / "partition-0000"
+        kinds = [p.name.split("-")[0] for p in store.iterdir()]
         for kind in most:
             most[kind] = max(most[kind], kinds.count(kind))
     writer.close()
     assert most["snapshot"] <= MAX_SNAPSHOTS and most["changelog"] <= MAX_CHANGELOGS, most
 
     # What is left is enough to go on: a restarted deployment loads the state of the last batch.
-    again = BatchWriter(PIPELINE, deployment)
+    again = BatchWriter(PIPELINE, deployment, partitions=ONE)
     ends = _ends(batches, batches + 1)
     (log / str(batches)).write_text(f'v1\n{{"batchWatermarkMs":0}}\n{json.dumps(ends)}\n')
     last = _txn(batches, T0 + 10 * batches, "t-after", "?")

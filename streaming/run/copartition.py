@@ -1,0 +1,110 @@
+"""Whether a stateful plan can keep one state partition per input partition (Kafka Streams'
+tasks), and what to do when it cannot.
+
+A plan's state is split by input partition when every record the operator keeps or combines under
+one state key comes from the same partition number of its inputs: each input is read by the
+columns its Kafka key fills (the producer's partitioner puts equal keys in one partition), and
+the inputs have the same number of partitions. Then partition ``p`` of every input, and the state
+of ``p``, make one independent task: stream time, lateness and pruning per partition are what
+they are on the whole log, so the result is the same whatever tasks run where.
+
+- Co-partitioned (``BY_INPUT_PARTITION``): the built-in operators whose keys are the inputs'
+  Kafka keys (an as-of or interval join on the key both topics are keyed by, a window or
+  aggregate grouped by at least the key, the latest row per key).
+- Not co-partitioned: refused before the query starts, with what to do (produce the topic keyed
+  by the column, give the inputs the same partition count, or repartition through a topic keyed
+  by it). An internal repartition topic would be a second exactly-once hop per record (a
+  transactional producer per task, a topic that must keep every record for exact replays),
+  doubling the log's bytes and a batch's latency; declared in the plan, that cost is visible.
+- An operator the platform cannot relate to its inputs' keys (one that declares no
+  ``partitioned_by``, input name -> columns): one state partition (``WHOLE``), the whole batch
+  in one task on an executor, which is correct whatever the keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from streaming.define.plan import Plan
+from streaming.errors import RunError
+from streaming.operators import (
+    AsOfJoin,
+    Compaction,
+    GroupAggregate,
+    IntervalJoin,
+    WindowedAggregate,
+)
+
+
+class CoPartitionError(RunError):
+    """A plan's inputs are not co-partitioned; the message says what to do."""
+
+
+class Partitioning(Enum):
+    BY_INPUT_PARTITION = "by input partition"
+    WHOLE = "whole"
+
+
+@dataclass(frozen=True)
+class StatePartitions:
+    """How a plan's state is split, and the input partitions (0..count-1) when by partition."""
+
+    partitioning: Partitioning
+    count: int
+
+    @property
+    def by_partition(self) -> bool:
+        return self.partitioning is Partitioning.BY_INPUT_PARTITION
+
+
+def keyed_by(operator: Any) -> Mapping[str, tuple[str, ...]] | None:
+    """Per input, the columns the operator keeps and combines that input's records by (None:
+    unknown)."""
+    declared = getattr(operator, "partitioned_by", None)
+    if declared is not None:
+        return {name: tuple(columns) for name, columns in dict(declared).items()}
+    if isinstance(operator, AsOfJoin):
+        return {operator.stream.name: operator.on, operator.table.name: operator.table_key}
+    if isinstance(operator, IntervalJoin):
+        return {operator.left.name: operator.on, operator.right.name: operator.right_on}
+    if isinstance(operator, (WindowedAggregate, GroupAggregate, Compaction)):
+        return {operator.source.name: operator.key_columns}
+    return None
+
+
+def state_partitions(plan: Plan, partition_counts: Mapping[str, int]) -> StatePartitions:
+    """How ``plan``'s state is split, given each input topic's partition count.
+
+    Raises:
+        CoPartitionError: the inputs are not co-partitioned (the message says what to do).
+    """
+    keys = keyed_by(plan.operator)
+    if keys is None:
+        return StatePartitions(Partitioning.WHOLE, 1)
+    problems = []
+    for topic in plan.inputs:
+        columns = keys.get(topic.name, ())
+        joined = len(plan.inputs) > 1
+        # A join matches records by its columns: they must be exactly the Kafka key on each side.
+        # A single input's state keys must include the key, so one key's records meet.
+        fits = columns == (topic.key,) if joined else topic.key in columns
+        if not fits:
+            problems.append(
+                f"input {topic.name!r} is partitioned by its Kafka key {topic.key!r} but the "
+                f"operator keeps its records by {list(columns)}"
+            )
+    counts = {topic.name: partition_counts[topic.name] for topic in plan.inputs}
+    if len(set(counts.values())) > 1:
+        problems.append(f"the inputs have different partition counts {counts}")
+    if problems:
+        msg = (
+            "the plan's inputs are not co-partitioned, so its state cannot be split by input "
+            f"partition: {'; '.join(problems)}. Produce each input keyed by the column the "
+            "operator uses, with the same number of partitions (and the same partitioner), or "
+            "repartition the input through a topic keyed that way first"
+        )
+        raise CoPartitionError(msg)
+    return StatePartitions(Partitioning.BY_INPUT_PARTITION, next(iter(counts.values())))

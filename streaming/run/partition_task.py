@@ -1,0 +1,191 @@
+"""One state partition of a stateful plan, run as part of a Spark task on an executor.
+
+A task of a plan's micro-batch reads the raw records of one or more input partition numbers (the
+Kafka source puts partition ``p`` of every input in the same task). For each partition number it
+holds records of, it decodes them per topic, runs the plan's operator on them with the state of
+that partition, writes the state's changes to the partition's store, writes the table's changes
+as one data file and the partition's dead letters as another, and returns one small row: the
+files' entries, the changed keys (about 30 bytes a change) and the state's new version. A plan
+that publishes its changes sends the partition's share from here too. Neither the records nor
+the output rows leave the executor.
+
+The state of a partition is kept between batches in this Python worker (``_HELD``), at the
+version the task wrote. A task given the partition's committed version loads it from the store,
+replaying only the changelogs after the version this worker holds, or in full from the newest
+snapshot when it holds none: so a partition can move to any executor, and a batch whose commit
+failed is redone from the committed state.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from streaming.define.plan import Plan
+from streaming.define.topic import Topic
+from streaming.delta.data_files import ShareWriter, share_schema
+from streaming.delta.dead_letters import ENTRY_SCHEMA, DeadLetterFiles
+from streaming.deployment.record import WHOLE_STATE, state_partition_path
+from streaming.kafka.reader import kept_record_schema
+from streaming.kafka.value_decoder import ValueDecoder
+from streaming.operators import Batch
+from streaming.run.publication import PartitionPublisher
+from streaming.state import State, StateStore
+
+RAW_SCHEMA = kept_record_schema()
+RAW_COLUMNS = tuple(RAW_SCHEMA.names)
+DEAD_SCHEMA = RAW_SCHEMA.append(pa.field("error", pa.string()))
+STATE_FIELDS = [
+    pa.field("state_partition", pa.int32()),
+    pa.field("state_version", pa.int64()),
+    pa.field("input_rows", pa.int64()),
+]
+DEAD_PREFIX = "dead_"
+
+
+def result_schema(key_type: pa.DataType) -> pa.Schema:
+    """One row per state partition a task ran: its table share, state and dead letters."""
+    dead = [pa.field(DEAD_PREFIX + f.name, f.type) for f in ENTRY_SCHEMA]
+    return pa.schema([*share_schema(key_type), *STATE_FIELDS, *dead])
+
+
+# This worker's state per (state root, partition): (the batch it reflects, the state).
+_HELD: dict[tuple[str, int], tuple[int, State]] = {}
+_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True)
+class PartitionTask:
+    """What every task of one batch needs; small and picklable (Spark ships it to the tasks).
+
+    ``versions`` maps a state partition to the batch its committed state reflects (absent: no
+    state yet); ``ends`` is the batch's end offsets per topic and partition.
+    """
+
+    plan: Plan
+    table_schema: pa.Schema
+    state_root: str
+    versions: Mapping[int, int]
+    batch_id: int
+    ends: Mapping[str, Mapping[int, int]]
+    whole: bool
+    writer: ShareWriter
+    dead: DeadLetterFiles
+    publisher: PartitionPublisher | None = None  # when the batch's changes are published
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        received = [b for b in batches if b.num_rows]
+        if not received:
+            return
+        raw = normalized(pa.Table.from_batches(received))
+        if self.whole:
+            groups = {WHOLE_STATE: raw}
+        else:
+            numbers = pc.unique(raw["partition"]).to_pylist()
+            groups = {p: raw.filter(pc.equal(raw["partition"], p)) for p in sorted(numbers)}
+        schema = result_schema(self.writer.key_type)
+        for partition, records in groups.items():
+            yield self.run_partition(partition, records).cast(schema).to_batches()[0]
+
+    def run_partition(self, partition: int, raw: pa.Table) -> pa.Table:
+        """Apply this batch's records of one partition; returns its result row."""
+        store = StateStore(state_partition_path(self.state_root, partition))
+        state = self._state(store, partition)
+        records: dict[str, pa.Table] = {}
+        bad: list[pa.Table] = []
+        for topic in self.plan.inputs:
+            mine = raw.filter(pc.equal(raw["topic"], topic.name))
+            good, dead = decode(topic, decoder_of(topic), mine)
+            records[topic.name] = good
+            bad.append(dead)
+        ends = {t.name: self._ends(t.name, partition) for t in self.plan.inputs}
+        step = self.plan.operator.step(state, Batch(records, ends))
+        store.write(self.batch_id, step.delta, step.state)
+        committed = self.versions.get(partition)
+        if committed is not None:
+            store.collect_garbage(committed)
+        with _LOCK:
+            _HELD[(self.state_root, partition)] = (self.batch_id, step.state)
+        changes = self.plan.finish(step.changes, self.table_schema)
+        if self.publisher is not None:  # before the commit: a replay finds it published
+            self.publisher.publish(partition, changes)
+        row = self.writer.write(changes, self.batch_id)
+        letters = pa.concat_tables(
+            [piece.cast(DEAD_SCHEMA) for piece in [*bad, late_records(raw, step.dead_letters)]]
+        )
+        entry = self.dead.write(letters, self.batch_id)
+        values = [partition, self.batch_id, raw.num_rows]
+        for field, value in zip(STATE_FIELDS, values, strict=True):
+            row = row.append_column(field, pa.array([value], field.type))
+        for field in ENTRY_SCHEMA:
+            value = entry[field.name] if entry.num_rows else pa.nulls(1, field.type)
+            row = row.append_column(DEAD_PREFIX + field.name, value)
+        return row
+
+    def _state(self, store: StateStore, partition: int) -> State:
+        """The partition's committed state: held by this worker, caught up, or loaded."""
+        committed = self.versions.get(partition)
+        with _LOCK:
+            held = _HELD.get((self.state_root, partition))
+        if committed is None:
+            store.load(None)
+            return self.plan.operator.initial_state()
+        if held is not None and held[0] == committed:
+            store.load(committed, held)  # positions the store; reads nothing
+            return held[1]
+        known = held if held is not None and held[0] < committed else None
+        return store.load(committed, known)
+
+    def _ends(self, topic: str, partition: int) -> dict[int, int]:
+        ends = self.ends.get(topic, {})
+        if partition == WHOLE_STATE:
+            return {int(p): int(e) for p, e in ends.items()}
+        return {partition: int(ends[partition])} if partition in ends else {}
+
+
+def normalized(raw: pa.Table) -> pa.Table:
+    """The source's columns with fixed types (Spark may hand large binary/string types over, and
+    non-null flags), so every piece of a batch concatenates and decodes alike."""
+    return raw.select(list(RAW_COLUMNS)).cast(RAW_SCHEMA)
+
+
+def decoder_of(topic: Topic) -> ValueDecoder:
+    return ValueDecoder(topic.value_schema, topic.required, topic.changelog)
+
+
+def decode(topic: Topic, decoder: ValueDecoder, raw: pa.Table) -> tuple[pa.Table, pa.Table]:
+    """The records of one topic as the operator reads them, and the ones that do not decode."""
+    keys = raw.column("key").combine_chunks()
+    values = raw.column("value").combine_chunks()
+    decoded = decoder.decode(keys, values)
+    ok = decoded.error.is_null()
+    dead = raw.select(list(RAW_COLUMNS)).filter(pc.invert(ok))
+    dead = dead.append_column("error", decoded.error.filter(pc.invert(ok)))
+    value = decoded.value.filter(ok)
+    columns: dict[str, pa.Array] = {topic.key: keys.filter(ok).cast(pa.string())}
+    for field in topic.fields:
+        if field.name != topic.key:
+            columns[field.name] = pc.struct_field(value, field.name)
+    kept = raw.filter(ok)
+    columns["_partition"] = kept.column("partition").cast(pa.int32())
+    columns["_offset"] = kept.column("offset").cast(pa.int64())
+    columns["_timestamp"] = kept.column("timestamp")
+    if topic.changelog:
+        columns["_delete"] = decoded.tombstone.filter(ok)
+    return pa.table(columns), dead
+
+
+def late_records(raw: pa.Table, letters: pa.Table) -> pa.Table:
+    """The raw records an operator dead-lettered, with their reason as ``error``."""
+    if letters.num_rows == 0:
+        return DEAD_SCHEMA.empty_table()
+    wanted = letters.select(["input", "partition", "offset", "reason"]).rename_columns(
+        ["topic", "partition", "offset", "error"]
+    )
+    joined = raw.join(wanted, keys=["topic", "partition", "offset"], join_type="inner")
+    assert joined.num_rows == letters.num_rows, "a dead-lettered record is not in the batch"
+    return joined.select([*RAW_COLUMNS, "error"])
