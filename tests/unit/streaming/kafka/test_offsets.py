@@ -95,3 +95,14 @@ def test_pack_ranges_puts_a_small_batch_in_one_task():
     assert len(off.pack_ranges(big, max_groups=2, min_records=25_000)) == 2
     assert len(off.pack_ranges(big, max_groups=8, min_records=25_000)) == 4
     assert off.pack_ranges([], max_groups=2) == []
+
+
+def test_co_partitioned_packing_keeps_a_partition_number_of_every_topic_in_one_task():
+    ranges = [off.PartitionRange(t, p, 0, n) for t in ("a", "b") for p, n in enumerate((9, 1, 5))]
+    for max_groups in (None, 1, 2, 3, 8):
+        groups = off.pack_ranges(ranges, max_groups, copartition=True)
+        numbers = [{r.partition for r in group} for group in groups]
+        for group, held in zip(groups, numbers, strict=True):
+            assert {(r.topic, r.partition) for r in group} == {(t, p) for t in "ab" for p in held}
+        assert sorted(p for held in numbers for p in held) == [0, 1, 2]
+    assert len(off.pack_ranges(ranges, 2, copartition=True)) == 2

@@ -1,0 +1,24 @@
+"""Which stateful plans keep one state partition per input partition, and the refusal (with what
+to do) when their inputs are not co-partitioned."""
+
+from __future__ import annotations
+
+import pytest
+
+from pipelines.spend_hourly import PIPELINE as HOURLY
+from pipelines.transactions_enriched import PIPELINE as ENRICHED
+from streaming.run.copartition import CoPartitionError, Partitioning, state_partitions
+
+
+def test_the_demo_plans_are_split_by_input_partition():
+    assert ENRICHED.plan is not None and HOURLY.plan is not None
+    split = state_partitions(ENRICHED.plan, {"transactions": 4, "customers": 4})
+    assert split.partitioning is Partitioning.BY_INPUT_PARTITION and split.count == 4
+    assert state_partitions(HOURLY.plan, {"transactions": 3}).count == 3
+
+
+def test_inputs_with_different_partition_counts_are_refused_saying_what_to_do():
+    assert ENRICHED.plan is not None
+    with pytest.raises(CoPartitionError, match="different partition counts") as refused:
+        state_partitions(ENRICHED.plan, {"transactions": 4, "customers": 2})
+    assert "same number of partitions" in str(refused.value)
