@@ -136,10 +136,11 @@ class PartitionPublisher:
         docstring); returns how many records were sent (0 when this batch was sent before)."""
         try:
             return self._publish(partition, changes)
-        except TransactionError as exc:
-            if "fenced" not in str(exc) and "took over" not in str(exc):
-                raise PublicationError(f"publishing to {self.topic!r}: {exc}") from None
-            # Another worker took the partition over since this one last published: open anew.
+        except TransactionError:
+            # Another worker ran this partition since this one last published, and its
+            # producer fenced this one's (librdkafka then reports only a fatal error): a fresh
+            # producer takes over, its init settling what the old one left open, and the
+            # position says whether the batch went out. A second failure is real.
             _forget_writer(self._names(partition)[0])
             try:
                 return self._publish(partition, changes)
