@@ -1,6 +1,6 @@
 """stock_stats_final: ``stock_stats``, each minute written once when it closes (its end plus
-the grace reached by every partition's stream time) and never changed; published to the topic
-``stock_stats_final``, which therefore holds each window exactly once."""
+the grace reached by the stream time of its ticker's partition) and never changed; published to
+the topic ``stock_stats_final``, which therefore holds each window exactly once."""
 
 from __future__ import annotations
 

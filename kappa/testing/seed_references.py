@@ -4,8 +4,8 @@ the operators or the authoring API.
 
 Common rules (the platform's, restated): per partition a record is late when its event time is
 more than the grace (10 minutes) below the largest event time before it in that partition; late
-records are ignored. The horizon of a set of topics is the smallest (largest event time - grace)
-over their partitions, unknown while a partition has no record.
+records are ignored. A partition's horizon is its largest event time minus the grace: a window
+of a key closes by the horizon of the key's own partition, whatever the other partitions hold.
 """
 
 from __future__ import annotations
@@ -38,37 +38,40 @@ def _kept(records: list[Stamped], prefix: Prefix, topic: str, field: str) -> tup
     return on_time([r for r in records if r.topic == topic], prefix, _time_of(field))
 
 
-def horizon(records: list[Stamped], prefix: Prefix, topics: dict[str, str]) -> float | None:
-    """The horizon of ``topics`` (topic -> event-time field) on the prefix; None if unknown."""
-    values = []
-    for topic, field in topics.items():
-        for partition, end in prefix.get(topic, {}).items():
-            times = [
-                _time_of(field)(r)
-                for r in records
-                if r.topic == topic and r.partition == partition and r.offset < end
-            ]
-            if not times:
-                return None
-            values.append(max(times) - GRACE_MS)
-    return min(values) if values else None
+def horizons(records: list[Stamped], prefix: Prefix, topic: str, field: str) -> dict[int, int]:
+    """Per partition of ``topic`` holding a record on the prefix: its largest event time
+    (``field``) minus the grace."""
+    ends = prefix.get(topic, {})
+    highest: dict[int, int] = {}
+    for r in records:
+        if r.topic == topic and r.offset < ends.get(r.partition, 0):
+            t = _time_of(field)(r)
+            highest[r.partition] = max(highest.get(r.partition, t), t)
+    return {partition: t - GRACE_MS for partition, t in highest.items()}
 
 
 # stock statistics
 
 
+Windows = dict[tuple[str, int], list[dict]]
+
+
 def _windows(
     records: list[Stamped], prefix: Prefix, size: int, advance: int
-) -> tuple[dict[tuple[str, int], list[dict]], Late]:
+) -> tuple[Windows, dict[str, int], Late]:
+    """The on-time trades per (ticker, window start), each ticker's partition, the late."""
     trades, late = _kept(records, prefix, "trades", "ts")
-    windows: dict[tuple[str, int], list[dict]] = {}
+    windows: Windows = {}
+    partitions: dict[str, int] = {}
     for r in trades:
         value = _value(r)
+        ticker = r.key.decode()  # type: ignore[union-attr]
+        partitions[ticker] = r.partition
         start = value["ts"] - value["ts"] % advance
         while start > value["ts"] - size:
-            windows.setdefault((r.key.decode(), start), []).append(value)  # type: ignore[union-attr]
+            windows.setdefault((ticker, start), []).append(value)
             start -= advance
-    return windows, late
+    return windows, partitions, late
 
 
 def _average(trades: list[dict]) -> float:
@@ -80,13 +83,13 @@ def stock_stats_reference(
     records: list[Stamped], prefix: Prefix, final: bool = False
 ) -> tuple[dict[tuple[str, int], dict[str, Any]], Late]:
     """stock_stats (or, with ``final``, stock_stats_final: only minutes whose end is at or
-    below the horizon of ``trades``) on ``prefix``: per (ticker, minute) count, average, min
-    and max price and the sum of sizes."""
-    windows, late = _windows(records, prefix, MINUTE_MS, MINUTE_MS)
-    closed = horizon(records, prefix, {"trades": "ts"}) if final else None
+    below the horizon of the ticker's partition of ``trades``) on ``prefix``: per (ticker,
+    minute) count, average, min and max price and the sum of sizes."""
+    windows, partitions, late = _windows(records, prefix, MINUTE_MS, MINUTE_MS)
+    closed = horizons(records, prefix, "trades", "ts")
     rows = {}
     for (ticker, start), trades in windows.items():
-        if final and (closed is None or start + MINUTE_MS > closed):
+        if final and start + MINUTE_MS > closed[partitions[ticker]]:
             continue
         prices = [Decimal(str(t["price"])) for t in trades]
         rows[(ticker, start)] = {
@@ -106,7 +109,7 @@ def stock_moving_avg_reference(
 ) -> tuple[dict[tuple[str, int], dict[str, Any]], Late]:
     """stock_moving_avg on ``prefix``: per (ticker, start) of 5-minute windows every minute,
     the trade count and average price."""
-    windows, late = _windows(records, prefix, 5 * MINUTE_MS, MINUTE_MS)
+    windows, _, late = _windows(records, prefix, 5 * MINUTE_MS, MINUTE_MS)
     rows = {
         (ticker, start): {
             "ticker": ticker,

@@ -3,9 +3,12 @@
 A partition's stream time is the largest event time read in it so far. A record is late when its
 event time is more than the grace period below its partition's stream time just before it; that
 depends only on the partition's own order, so every replay agrees. The grace horizon is the
-smallest (stream time - grace) over every partition of the time-checked inputs, and unknown
-(minus infinity) while any of them has no record yet: an idle partition stops pruning. No record
-that is not late can have an event time below the horizon, so state entirely below it is done.
+smallest (stream time - grace) over the partitions of the time-checked inputs this state holds,
+and unknown (minus infinity) while any of them has no record yet. No record that is not late can
+have an event time below the horizon, so state entirely below it is done. The platform keeps one
+state per input partition (``streaming.run.copartition``), so a horizon is that partition's own
+(Kafka Streams' per-task stream time); a state holding several partitions (a plan run whole)
+waits for the slowest.
 
 The clock state table has one row per (input, partition): its stream time and its position (the
 next offset not yet applied). Records below the position were applied before (a replayed batch)

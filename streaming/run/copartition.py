@@ -5,8 +5,9 @@ A plan's state is split by input partition when every record the operator keeps 
 one state key comes from the same partition number of its inputs: each input is read by the
 columns its Kafka key fills (the producer's partitioner puts equal keys in one partition), and
 the inputs have the same number of partitions. Then partition ``p`` of every input, and the state
-of ``p``, make one independent task: stream time, lateness and pruning per partition are what
-they are on the whole log, so the result is the same whatever tasks run where.
+of ``p``, make one independent task: its stream time alone decides lateness, pruning and when a
+window closes, so the result depends only on each partition's own order, whatever the batch
+sizes and whatever tasks run where.
 
 - Co-partitioned (``BY_INPUT_PARTITION``): the built-in operators whose keys are the inputs'
   Kafka keys (an as-of or interval join on the key both topics are keyed by, a window or

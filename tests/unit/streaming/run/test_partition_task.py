@@ -205,6 +205,30 @@ def test_hourly_windows_into_a_table_with_a_composite_key(tmp_path: Path) -> Non
     assert rows[("c1", start + hour)]["total_amount"] == Decimal("25.00")
 
 
+def _trade(partition: int, offset: int, t: int, ticker: str) -> tuple:
+    value = {"trade_id": f"{ticker}{offset}", "ticker": ticker, "price": 10.5, "size": 3, "ts": t}
+    return ("trades", partition, offset, t, ticker, value)
+
+
+def test_a_final_window_closes_by_its_own_partitions_stream_time(tmp_path: Path) -> None:
+    """Partition 0 passing a minute's end plus the grace closes its ticker's minute, however far
+    behind partition 1 is; partition 1's own minute stays open."""
+    from pipelines.stock_stats_final import PIPELINE as FINAL
+
+    deployment = Deployment(FINAL.name, "v1", tmp_path)
+    tasks = Tasks(FINAL, deployment)
+    minute, grace = 60_000, 600_000
+    start = T0 - T0 % minute
+    first = _raw([_trade(0, 0, start, "A"), _trade(1, 0, start, "B")])
+    tasks.run(first, 0, {"trades": {"0": 1, "1": 1}})
+    assert tasks.rows("ticker") == {}
+    later = _raw([_trade(0, 1, start + minute + grace, "A")])
+    tasks.run(later, 1, {"trades": {"0": 2, "1": 1}})
+    rows = tasks.rows("ticker")
+    assert sorted(rows) == ["A"] and rows["A"]["window_start"] == start
+    assert rows["A"]["trade_count"] == 1
+
+
 class _Collected:
     """What the writer needs of Spark's micro-batch DataFrame: ``mapInArrow`` run as one task
     over its rows, and the result as Arrow."""
