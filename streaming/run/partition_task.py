@@ -43,6 +43,7 @@ STATE_FIELDS = [
     pa.field("state_partition", pa.int32()),
     pa.field("state_version", pa.int64()),
     pa.field("input_rows", pa.int64()),
+    pa.field("published", pa.int64()),  # records sent to the published topic
 ]
 DEAD_PREFIX = "dead_"
 
@@ -111,14 +112,15 @@ class PartitionTask:
         with _LOCK:
             _HELD[(self.state_root, partition)] = (self.batch_id, step.state)
         changes = self.plan.finish(step.changes, self.table_schema)
+        published = 0
         if self.publisher is not None:  # before the commit: a replay finds it published
-            self.publisher.publish(partition, changes)
+            published = self.publisher.publish(partition, changes)
         row = self.writer.write(changes, self.batch_id)
         letters = pa.concat_tables(
             [piece.cast(DEAD_SCHEMA) for piece in [*bad, late_records(raw, step.dead_letters)]]
         )
         entry = self.dead.write(letters, self.batch_id)
-        values = [partition, self.batch_id, raw.num_rows]
+        values = [partition, self.batch_id, raw.num_rows, published]
         for field, value in zip(STATE_FIELDS, values, strict=True):
             row = row.append_column(field, pa.array([value], field.type))
         for field in ENTRY_SCHEMA:

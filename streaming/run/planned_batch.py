@@ -45,6 +45,7 @@ class PlannedChanges:
     dead_letters: pa.Table  # the dead-letter files' entries
     input_rows: int
     state_versions: dict[int, int]  # after the batch
+    published: int  # records the tasks sent to the published topic
 
 
 class PlannedBatch:
@@ -105,7 +106,8 @@ class PlannedBatch:
         dead = dead.rename_columns(ENTRY_SCHEMA.names).filter(dead[DEAD_PREFIX + "path"].is_valid())
         shares = result.select(share_schema(schema.field("keys").type.value_type).names)
         rows = sum(result["input_rows"].to_pylist())
-        return PlannedChanges(shares, dead, rows, written)
+        published = sum(result["published"].to_pylist())
+        return PlannedChanges(shares, dead, rows, written, published)
 
     def committed(self, batch_id: int, versions: Mapping[int, int]) -> None:
         """The table committed ``batch_id`` with these state versions."""
