@@ -21,6 +21,7 @@ from streaming.delta.dead_letters import DeadLetters
 from streaming.deployment import Deployment
 from streaming.kafka.decode import BatchSplitter
 from streaming.run.copartition import StatePartitions
+from streaming.run.crash_point import crash_point
 from streaming.run.executor_writes import write_dead_letters, write_shares
 from streaming.run.planned_batch import PlannedBatch
 from streaming.run.publication import ChangelogPublisher
@@ -106,6 +107,9 @@ class BatchWriter:
                 publishing = self.publisher.batch(batch_id) if self.publisher else nullcontext()
                 with publishing as publisher:  # the live pointer held while the tasks publish
                     planned = self.planned.run(batch, batch_id, end_offsets, committed, publisher)
+                # Every partition's share is published before the commit: a replay finds it.
+                if planned.published:
+                    crash_point("published", batch_id)
                 input_rows = planned.input_rows
                 dead_count = self.dead_letters.commit(planned.dead_letters, batch_id)
                 result = self.table.commit_shares(
