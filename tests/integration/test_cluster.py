@@ -1,6 +1,9 @@
 """The demo pipelines on a real Spark standalone cluster (``kappa cluster start``): a master and
 two workers on 127.0.0.1, the executors reading Kafka and writing the table's files, checked
-against an independent replay of the topic in plain Python; then a worker killed mid-run."""
+against an independent replay of the topic in plain Python; then a worker killed mid-run; then
+the stateful ``transactions_enriched`` and ``spend_hourly`` (their state partitions on the
+executors) through a worker killed and a driver restarted, every commit equal to the reference
+at the offsets it records."""
 
 from __future__ import annotations
 
@@ -15,14 +18,15 @@ import pytest
 
 from kappa.broker import EmbeddedBroker
 from kappa.cluster import SparkCluster
-from kappa.testing.producing import customer_changes, send, transactions
-from kappa.testing.reference import customers_state, replay, spend_state
+from kappa.testing.enrichment import enriched_reference, spend_hourly_reference
+from kappa.testing.producing import customer_changes, fraud_events, send, transactions
+from kappa.testing.reference import customers_state, replay, replay_stamped, spend_state
 from kappa.testing.settings import free_port, private_settings
 from streaming.delta.table_reader import commits
 from streaming.deployment import Deployment
 from streaming.settings import REPO_ROOT, Settings
 from streaming.wait import wait_until
-from tests.integration.helpers import table_rows
+from tests.integration.helpers import check_commits, committed_batches, table_rows
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -124,3 +128,48 @@ def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(settings, cluster,
     assert table_rows(settings, "customers") == customers_state(replay(servers, "customers"))
     history = commits(table)
     assert [c.batch_id for c in history] == list(range(len(history)))
+
+
+def test_stateful_pipelines_survive_a_worker_killed_and_a_driver_restart(settings, cluster, broker):
+    send(settings, fraud_events(6000, seed=25))
+    # transactions_enriched loses a worker mid-run; spend_hourly's driver is killed and rerun.
+    enriched = _run(settings, "transactions_enriched", "--max-offsets-per-trigger", "400")
+    try:
+        assert wait_until(
+            lambda: (
+                committed_batches(settings, "transactions_enriched") >= 3
+                or enriched.poll() is not None
+            ),
+            timeout_s=300,
+        )
+        assert enriched.poll() is None, "the run ended before the worker could be killed"
+        victim = cluster.worker_names()[0]
+        os.killpg(int(settings.home.cluster_pid(victim).read_text()), signal.SIGKILL)
+        _finish(enriched)
+    finally:
+        if enriched.poll() is None:
+            os.killpg(enriched.pid, signal.SIGKILL)
+            enriched.wait()
+    assert cluster.status().alive_workers == 1
+
+    hourly = _run(settings, "spend_hourly", "--max-offsets-per-trigger", "400")
+    try:
+        assert wait_until(
+            lambda: committed_batches(settings, "spend_hourly") >= 2 or hourly.poll() is not None,
+            timeout_s=300,
+        )
+        assert hourly.poll() is None, "the run ended before its driver could be killed"
+    finally:
+        os.killpg(hourly.pid, signal.SIGKILL)
+        hourly.wait()
+    killed_at = committed_batches(settings, "spend_hourly")
+    _finish(_run(settings, "spend_hourly", "--max-offsets-per-trigger", "1000"))
+
+    records = replay_stamped(settings.kafka.bootstrap_servers, ["customers", "transactions"])
+    commits, _ = check_commits(
+        settings, "transactions_enriched", "v1", records, enriched_reference, "txn_id"
+    )
+    assert commits >= 10
+    key = ("customer_id", "window_start")
+    commits, _ = check_commits(settings, "spend_hourly", "v1", records, spend_hourly_reference, key)
+    assert commits > killed_at
