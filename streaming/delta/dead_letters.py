@@ -14,14 +14,16 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from deltalake import CommitProperties, DeltaTable, Transaction
-from deltalake.transaction import AddAction
 
 from streaming.delta.data_files import file_stats
 from streaming.kafka.reader import kept_record_schema
+
+if TYPE_CHECKING:
+    from deltalake import DeltaTable
 
 SCHEMA = pa.schema([*kept_record_schema(), ("error", pa.string()), ("batch_id", pa.int64())])
 # How the files store it: Delta's timestamps are microseconds, UTC.
@@ -82,6 +84,9 @@ class DeadLetters:
 
     def _current(self) -> DeltaTable | None:
         """The table at its latest version, or None while no record was ever dead-lettered."""
+        # deltalake loads here, on the driver: executors only write files (DeadLetterFiles).
+        from deltalake import DeltaTable
+
         if self._table is not None:
             self._table.update_incremental()
         elif DeltaTable.is_deltatable(str(self.path)):
@@ -105,6 +110,9 @@ class DeadLetters:
         entries = entries.filter(entries["num_records"].is_valid()) if entries.num_rows else entries
         if entries.num_rows == 0 or self._done(batch_id):
             return 0
+        from deltalake import CommitProperties, DeltaTable, Transaction
+        from deltalake.transaction import AddAction
+
         dt = self._current()
         if dt is None:
             self.path.mkdir(parents=True, exist_ok=True)
