@@ -25,7 +25,9 @@ from streaming.kafka.reader import kept_record_schema
 if TYPE_CHECKING:
     from deltalake import DeltaTable
 
-SCHEMA = pa.schema([*kept_record_schema(), ("error", pa.string()), ("batch_id", pa.int64())])
+# A dead letter as a writer hands it over: the source's columns plus the reason.
+LETTER_SCHEMA = kept_record_schema().append(pa.field("error", pa.string()))
+SCHEMA = LETTER_SCHEMA.append(pa.field("batch_id", pa.int64()))
 # How the files store it: Delta's timestamps are microseconds, UTC.
 FILE_SCHEMA = pa.schema(
     [

@@ -113,6 +113,12 @@ class AsOfJoin:
         return (self.stream.name, self.table.name)
 
     @property
+    def partitioned_by(self) -> dict[str, tuple[str, ...]]:
+        """Per input, the columns this operator keeps and combines its records by: a state split
+        by input partition holds all of a key's records when each input is keyed by them."""
+        return {self.stream.name: self.on, self.table.name: self.table_key}
+
+    @property
     def key(self) -> tuple[str, ...]:
         return self.key_columns
 

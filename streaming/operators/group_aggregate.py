@@ -55,6 +55,12 @@ class GroupAggregate:
         return (self.source.name,)
 
     @property
+    def partitioned_by(self) -> dict[str, tuple[str, ...]]:
+        """Per input, the columns this operator keeps and combines its records by: a state split
+        by input partition holds all of a key's records when each input is keyed by them."""
+        return {self.source.name: self.key_columns}
+
+    @property
     def key(self) -> tuple[str, ...]:
         return self.key_columns
 

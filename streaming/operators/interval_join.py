@@ -127,6 +127,12 @@ class IntervalJoin:
         return (self.left.name, self.right.name)
 
     @property
+    def partitioned_by(self) -> dict[str, tuple[str, ...]]:
+        """Per input, the columns this operator keeps and combines its records by: a state split
+        by input partition holds all of a key's records when each input is keyed by them."""
+        return {self.left.name: self.on, self.right.name: self.right_on}
+
+    @property
     def key(self) -> tuple[str, ...]:
         if self.pick == "latest":
             return self.key_columns

@@ -31,13 +31,6 @@ from typing import Any
 
 from streaming.define.plan import Plan
 from streaming.errors import RunError
-from streaming.operators import (
-    AsOfJoin,
-    Compaction,
-    GroupAggregate,
-    IntervalJoin,
-    WindowedAggregate,
-)
 
 
 class CoPartitionError(RunError):
@@ -62,18 +55,12 @@ class StatePartitions:
 
 
 def keyed_by(operator: Any) -> Mapping[str, tuple[str, ...]] | None:
-    """Per input, the columns the operator keeps and combines that input's records by (None:
-    unknown)."""
+    """Per input, the columns the operator keeps and combines that input's records by, as it
+    declares them (``partitioned_by``); None for an operator that declares none."""
     declared = getattr(operator, "partitioned_by", None)
-    if declared is not None:
-        return {name: tuple(columns) for name, columns in dict(declared).items()}
-    if isinstance(operator, AsOfJoin):
-        return {operator.stream.name: operator.on, operator.table.name: operator.table_key}
-    if isinstance(operator, IntervalJoin):
-        return {operator.left.name: operator.on, operator.right.name: operator.right_on}
-    if isinstance(operator, (WindowedAggregate, GroupAggregate, Compaction)):
-        return {operator.source.name: operator.key_columns}
-    return None
+    if declared is None:
+        return None
+    return {name: tuple(columns) for name, columns in dict(declared).items()}
 
 
 def state_partitions(plan: Plan, partition_counts: Mapping[str, int]) -> StatePartitions:

@@ -17,9 +17,6 @@ from pyspark.sql import DataFrame
 
 from streaming.delta.data_files import ShareWriter, share_schema
 from streaming.delta.dead_letters import ENTRY_SCHEMA, DeadLetterFiles
-from streaming.kafka.reader import kept_record_schema
-
-DEAD_SCHEMA = kept_record_schema().append(pa.field("error", pa.string()))
 
 
 def write_shares(
@@ -56,9 +53,8 @@ def write_dead_letters(dead: DataFrame, files: DeadLetterFiles, batch_id: int) -
 
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         received = [b for b in batches if b.num_rows]
-        if received:
-            rows = pa.Table.from_batches(received).select(DEAD_SCHEMA.names).cast(DEAD_SCHEMA)
-            yield from files.write(rows, batch_id).to_batches()
+        if received:  # the file's writer selects and types the columns
+            yield from files.write(pa.Table.from_batches(received), batch_id).to_batches()
 
     written = dead.mapInArrow(write, from_arrow_schema(ENTRY_SCHEMA)).toArrow()
     return written.cast(ENTRY_SCHEMA)

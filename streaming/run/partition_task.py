@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 from streaming.define.plan import Plan
 from streaming.define.topic import Topic
 from streaming.delta.data_files import ShareWriter, share_schema
-from streaming.delta.dead_letters import ENTRY_SCHEMA, DeadLetterFiles
+from streaming.delta.dead_letters import ENTRY_SCHEMA, LETTER_SCHEMA, DeadLetterFiles
 from streaming.deployment.record import WHOLE_STATE, state_partition_path
 from streaming.kafka.reader import kept_record_schema
 from streaming.kafka.value_decoder import ValueDecoder
@@ -38,7 +38,6 @@ from streaming.state import State, StateStore
 
 RAW_SCHEMA = kept_record_schema()
 RAW_COLUMNS = tuple(RAW_SCHEMA.names)
-DEAD_SCHEMA = RAW_SCHEMA.append(pa.field("error", pa.string()))
 STATE_FIELDS = [
     pa.field("state_partition", pa.int32()),
     pa.field("state_version", pa.int64()),
@@ -117,7 +116,7 @@ class PartitionTask:
             published = self.publisher.publish(partition, changes)
         row = self.writer.write(changes, self.batch_id)
         letters = pa.concat_tables(
-            [piece.cast(DEAD_SCHEMA) for piece in [*bad, late_records(raw, step.dead_letters)]]
+            [piece.cast(LETTER_SCHEMA) for piece in [*bad, late_records(raw, step.dead_letters)]]
         )
         entry = self.dead.write(letters, self.batch_id)
         values = [partition, self.batch_id, raw.num_rows, published]
@@ -184,7 +183,7 @@ def decode(topic: Topic, decoder: ValueDecoder, raw: pa.Table) -> tuple[pa.Table
 def late_records(raw: pa.Table, letters: pa.Table) -> pa.Table:
     """The raw records an operator dead-lettered, with their reason as ``error``."""
     if letters.num_rows == 0:
-        return DEAD_SCHEMA.empty_table()
+        return LETTER_SCHEMA.empty_table()
     wanted = letters.select(["input", "partition", "offset", "reason"]).rename_columns(
         ["topic", "partition", "offset", "error"]
     )

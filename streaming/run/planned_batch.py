@@ -83,6 +83,7 @@ class PlannedBatch:
         publish their changes with ``publisher``."""
         self._check_partitions(ends)
         versions = self._versions_as_of(committed)
+        writer = self.table.share_writer()
         task = PartitionTask(
             plan=self.plan,
             table_schema=self.schema,
@@ -91,20 +92,20 @@ class PlannedBatch:
             batch_id=batch_id,
             ends={t: {int(p): int(e) for p, e in parts.items()} for t, parts in ends.items()},
             whole=not self.partitions.by_partition,
-            writer=self.table.share_writer(),
+            writer=writer,
             dead=self.dead_letters.files,
             publisher=publisher,
         )
         from pyspark.sql.pandas.types import from_arrow_schema
 
-        schema = result_schema(self.table.share_writer().key_type)
+        schema = result_schema(writer.key_type)
         result = batch.mapInArrow(task, from_arrow_schema(schema)).toArrow().cast(schema)
         written = dict(versions)
         for partition in result["state_partition"].to_pylist():
             written[partition] = batch_id
         dead = result.select([DEAD_PREFIX + name for name in ENTRY_SCHEMA.names])
         dead = dead.rename_columns(ENTRY_SCHEMA.names).filter(dead[DEAD_PREFIX + "path"].is_valid())
-        shares = result.select(share_schema(schema.field("keys").type.value_type).names)
+        shares = result.select(share_schema(writer.key_type).names)
         rows = sum(result["input_rows"].to_pylist())
         published = sum(result["published"].to_pylist())
         return PlannedChanges(shares, dead, rows, written, published)

@@ -56,7 +56,7 @@ import itertools
 import json
 import os
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from decimal import Decimal
@@ -116,6 +116,31 @@ def _position(metadata: str) -> Published:
     return Published(int(data["batch"]), None if since is None else float(since))
 
 
+def send_batch(
+    writer: TransactionalProducer,
+    topic: str,
+    records: Iterable[Record],
+    deployment_id: str,
+    batch_id: int,
+    live_since: float | None,
+) -> int:
+    """Send ``records``, stamped with the deployment and the batch, in one transaction with the
+    writer's position "batch ``batch_id`` published under switch ``live_since``"; returns how many
+    were sent. Raises TransactionError (nothing of it visible)."""
+    headers = [
+        (DEPLOYMENT_HEADER, deployment_id.encode()),
+        (BATCH_HEADER, str(batch_id).encode()),
+    ]
+    position = json.dumps({"batch": batch_id, "live_since": live_since})
+    sent = 0
+    with writer.transaction() as transaction:
+        for key, value in records:
+            transaction.produce(topic, key.encode(), value, headers)
+            sent += 1
+        transaction.commit_position(topic, POSITION_PARTITION, batch_id + 1, position)
+    return sent
+
+
 @dataclass(frozen=True)
 class PartitionPublisher:
     """Publishes state partitions' shares of one batch, in the tasks that compute them; small
@@ -153,18 +178,10 @@ class PartitionPublisher:
         done = _position(position.metadata) if position is not None else None
         if done is not None and done.live_since == self.live_since and done.batch >= self.batch_id:
             return 0
-        headers = [
-            (DEPLOYMENT_HEADER, self.deployment.encode()),
-            (BATCH_HEADER, str(self.batch_id).encode()),
-        ]
-        mark = json.dumps({"batch": self.batch_id, "live_since": self.live_since})
-        sent = 0
-        with writer.transaction() as transaction:
-            for key, value in change_records(changes, self.key):
-                transaction.produce(self.topic, key.encode(), value, headers)
-                sent += 1
-            transaction.commit_position(self.topic, POSITION_PARTITION, self.batch_id + 1, mark)
-        return sent
+        records = change_records(changes, self.key)
+        return send_batch(
+            writer, self.topic, records, self.deployment, self.batch_id, self.live_since
+        )
 
     def _names(self, partition: int) -> tuple[str, str]:
         return f"{self.transactional_id}-p{partition}", f"{self.group}-p{partition}"
@@ -268,18 +285,8 @@ class ChangelogPublisher:
         """Bring the topic to the table at its last commit, in one transaction with the
         driver's position "handed over after ``last_batch`` under switch ``since``"."""
         records = self._reconciliation()
-        headers = [
-            (DEPLOYMENT_HEADER, self.deployment.id.encode()),
-            (BATCH_HEADER, str(last_batch).encode()),
-        ]
-        position = json.dumps({"batch": last_batch, "live_since": since})
         try:
-            with self._writer.transaction() as transaction:
-                for key, value in records:
-                    transaction.produce(self.topic, str(key).encode(), value, headers)
-                transaction.commit_position(
-                    self.topic, POSITION_PARTITION, last_batch + 1, position
-                )
+            send_batch(self._writer, self.topic, records, self.deployment.id, last_batch, since)
         except TransactionError as exc:
             msg = f"handing {self.topic!r} over to {self.deployment.id} failed: {exc}"
             raise PublicationError(msg) from None
@@ -306,24 +313,13 @@ class ChangelogPublisher:
             # The batch's own records are encoded as they are sent, a chunk of rows at a time.
             reconciliation = self._reconciliation() if handover else []
             records = itertools.chain(reconciliation, change_records(changes, self.key))
-            sent = 0
-            headers = [
-                (DEPLOYMENT_HEADER, self.deployment.id.encode()),
-                (BATCH_HEADER, str(batch_id).encode()),
-            ]
-            position = json.dumps({"batch": batch_id, "live_since": since})
             try:
-                with self._writer.transaction() as transaction:
-                    for key, value in records:
-                        transaction.produce(self.topic, key.encode(), value, headers)
-                        sent += 1
-                    transaction.commit_position(
-                        self.topic, POSITION_PARTITION, batch_id + 1, position
-                    )
+                return send_batch(
+                    self._writer, self.topic, records, self.deployment.id, batch_id, since
+                )
             except TransactionError as exc:
                 msg = f"publishing batch {batch_id} to {self.topic!r} failed: {exc}"
                 raise PublicationError(msg) from None
-            return sent
 
     def _reconciliation(self) -> list[Record]:
         """What brings the topic, read back as a table, to this deployment's table at its last

@@ -17,7 +17,6 @@ from kappa.testing.producing import fraud_events, send
 from kappa.testing.reference import replay_stamped
 from streaming.delta.table_reader import commits
 from streaming.deployment import Deployment
-from streaming.kafka.offsets import from_spark
 from streaming.settings import REPO_ROOT, Settings
 from tests.integration.helpers import check_commits
 
@@ -62,11 +61,7 @@ def _largest_batch(settings: Settings, version: str) -> int:
     table = Deployment(NAME, version, settings.home).table_path
     sizes, before = [], {}
     for commit in commits(table):
-        end = {
-            (t, p): o
-            for t, parts in from_spark(commit.end_offsets).items()
-            for p, o in parts.items()
-        }
+        end = {(t, p): o for t, parts in commit.end_offsets.items() for p, o in parts.items()}
         sizes.append(sum(o - before.get(tp, 0) for tp, o in end.items()))
         before = end
     return max(sizes)
