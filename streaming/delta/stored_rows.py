@@ -38,7 +38,7 @@ _EMPTY = np.zeros(0, dtype=np.int64)
 @dataclass
 class _File:
     entry: FileEntry
-    rows: pa.Table  # every column, in file order
+    rows: pa.Table  # every column, in file order, one chunk (see _add)
     keys: pa.Array  # the encoded key of each row
     deleted: BitMap64
 
@@ -140,7 +140,9 @@ class StoredRows:
         self.index.drop([key for key, gone in zip(keys, stale.tolist(), strict=True) if gone])
 
     def _add(self, entry: FileEntry) -> None:
-        rows = self.store.read_parquet(entry.path).select(self.schema.names)
+        # One chunk: Arrow's take on a chunked column concatenates its chunks first, which would
+        # make each batch's lookup cost the whole file instead of the rows it takes.
+        rows = self.store.read_parquet(entry.path).select(self.schema.names).combine_chunks()
         deleted = self._deleted(entry)
         keys = key_array(rows, self.kind.keys)
         live = None
