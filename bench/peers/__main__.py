@@ -51,6 +51,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--rate", type=int, default=5_000, help="records/s of the latency runs")
     p.add_argument("--latency-seconds", type=float, default=30.0, help="measured, per run")
     p.add_argument("--warmup-seconds", type=float, default=15.0, help="at the rate, unmeasured")
+    p.add_argument(
+        "--rate-history",
+        type=int,
+        default=0,
+        help="records of the workload's mix in the log before a fixed-rate run starts (its "
+        "table that large while latency is measured)",
+    )
     p.add_argument("--no-latency", action="store_true", help="cold runs only")
     p.add_argument(
         "--latency-workloads", help="the workloads with fixed-rate runs (default: --workloads)"
@@ -188,6 +195,7 @@ def measure_workload(
                 args.rate,
                 args.latency_seconds,
                 args.warmup_seconds,
+                args.rate_history,
             )
             runs[engine.name]["rate"].append(result)
             _say(_rate_line(run_id, result))

@@ -141,9 +141,11 @@ def _backlog_ts(workload: Workload, i: int) -> int:
     return BASE_TS + i * workload.step_ms
 
 
-def write_history(writer: LogWriter, workload: Workload) -> None:
-    """The records a fixed-rate run starts from, stamped with the wall clock."""
-    for _ in range(workload.history):
+def write_history(writer: LogWriter, workload: Workload, extra: int = 0) -> None:
+    """The records a fixed-rate run starts from, stamped with the wall clock: the workload's own
+    history and ``extra`` records of its mix after it (a table already large when the rate
+    starts)."""
+    for _ in range(workload.history + extra):
         writer.write(workload.next(_now_ms(writer)))
     writer.flush()
 

@@ -190,15 +190,17 @@ def rate_run(
     rate: int,
     seconds: float,
     warmup_s: float,
+    extra_history: int = 0,
 ) -> dict[str, Any]:
-    """The engine fed ``rate`` records/s; per-record latency, peak RSS and verdict."""
+    """The engine fed ``rate`` records/s; per-record latency, peak RSS and verdict.
+    ``extra_history`` records of the workload's mix are in the log before the engine starts."""
     workload = make_workload()
     recreate_topics(settings, workload.topics)
     _prepare_topics(engine, spec, settings)
     reference: Reference = reference_for(workload.name)
     writer = LogWriter(spec.bootstrap, reference.add, linger_ms=2)
-    if workload.history:
-        write_history(writer, workload)
+    if workload.history or extra_history:
+        write_history(writer, workload, extra_history)
     else:
         for _ in range(WARM_RECORDS):
             writer.write(workload.next(int(time.time() * 1000)))
@@ -228,6 +230,7 @@ def rate_run(
         "rate": rate,
         "seconds": seconds,
         "warmup_s": warmup_s,
+        "history": sum(history.values()),
         "records_measured": len(latencies),
         "p50_s": percentile(latencies, 50),
         "p95_s": percentile(latencies, 95),
