@@ -5,6 +5,7 @@ v2 with 30-minute windows reprocessed beside it, compared at equal offsets and p
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import pytest
 
@@ -15,6 +16,9 @@ from pipelines.spend_hourly import spend_per_window
 from quality.rules import ComparisonPolicy
 from streaming.define import Pipeline
 from streaming.define.registry import get_pipeline, registry
+from streaming.delta.table_reader import commits
+from streaming.deployment import Deployment
+from streaming.deployment.record import WHOLE_STATE
 from streaming.kafka.offsets import from_spark
 from streaming.table_quality import run_table_suite
 from streaming.versions.live_pointer import history, live_version, switch
@@ -43,6 +47,33 @@ def test_windows_equal_the_reference_at_every_commit_whatever_the_batching(spark
         )
         finals.append(final)
     assert finals[0] == finals[1] == finals[2] and len(finals[0]) > 40
+
+
+class _Undeclared:
+    """The window operator without its ``partitioned_by``: what the platform makes of an
+    operator it cannot relate to its inputs' keys (one state partition, the whole batch)."""
+
+    def __init__(self, operator: Any) -> None:
+        self.operator = operator
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("partitioned_by", "operator") or name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.operator, name)
+
+
+def test_a_plan_with_one_whole_state_equals_the_reference(spark, settings, broker):
+    send(settings, fraud_events(1500, seed=45, step_ms=10_000))
+    v1 = get_pipeline(settings.pipelines, NAME)
+    plan = dataclasses.replace(v1.plan, operator=_Undeclared(v1.plan.operator))
+    whole = dataclasses.replace(v1, version="whole", plan=plan)
+    run_until_caught_up(spark, settings, whole, max_offsets_per_trigger=250)
+    records = replay_stamped(settings.kafka.bootstrap_servers, ["transactions"])
+    count, final = check_commits(settings, NAME, "whole", records, spend_hourly_reference, KEY)
+    assert count >= 4 and len(final) > 40
+    history = commits(Deployment(NAME, "whole", settings.home).table_path)
+    assert all(set(c.state_versions or {}) <= {WHOLE_STATE} for c in history)
+    assert history[-1].state_versions == {WHOLE_STATE: history[-1].batch_id}
 
 
 def test_sigkills_mid_run_then_resume_equal_the_reference(spark, settings, broker):
