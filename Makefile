@@ -31,6 +31,8 @@ bench: env
 	.venv/bin/python -m bench.perf $(ARGS)
 
 # The stateful operators against hand-rolled Python (bench/operators_bench.py): events/s, ratio.
+# ARGS="--spark": the stateful pipelines through Spark with 1 and 2 executors against the
+# hand-rolled Python consuming the same log from a broker (bench/operators_spark.py).
 bench-operators: env
 	.venv/bin/python -m bench.operators_bench $(ARGS)
 

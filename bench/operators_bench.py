@@ -6,7 +6,10 @@ the processing (building the inputs is excluded for both). Prints events/s and t
 ``--rss`` runs each operator alone in a fresh process at 1M and 5M events and prints its peak
 RSS and final state rows (bounded by the horizon, not by the log). ``--verify`` checks on a
 smaller log that both produce the same output; ``--persist`` adds writing each batch's state
-changes to a state store (fsync'ed) to the operators' time. Run it under the heavy lock:
+changes to a state store (fsync'ed) to the operators' time. ``--spark`` runs the stateful
+pipelines through Spark on the executors instead, against the baseline consuming the same log
+from a broker (``bench/operators_spark.py``, with options of its own). Run it under the heavy
+lock:
 
     flock /tmp/kappa-heavy.lock .venv/bin/python -m bench.operators_bench
 """
@@ -274,7 +277,12 @@ def alone(name: str, which: str, events: int, batch: int) -> None:
     print(json.dumps(result))
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if "--spark" in argv:
+        from bench import operators_spark
+
+        return operators_spark.main([a for a in argv if a != "--spark"])
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--batches", default="250000,5000")
@@ -284,12 +292,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--persist", action="store_true", help="operators also persist state")
     parser.add_argument("--verify", type=int, default=0, help="check outputs on N events")
     parser.add_argument("--alone", nargs=4, metavar=("NAME", "IMPL", "EVENTS", "BATCH"))
+    parser.add_argument(
+        "--spark", action="store_true", help="the pipelines through Spark: see --spark --help"
+    )
     args = parser.parse_args(argv)
     names = args.only.split(",")
     if args.alone:
         name, which, events, batch = args.alone
         alone(name, which, int(events), int(batch))
-        return
+        return 0
     print(f"load average before: {os.getloadavg()}", flush=True)
     if args.verify:
         for name in names:
@@ -300,7 +311,8 @@ def main(argv: list[str] | None = None) -> None:
         batches = [int(b) for b in args.batches.split(",")]
         throughput(names, args.events, batches, args.persist, args.repeat)
     print(f"load average after: {os.getloadavg()}", flush=True)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -61,7 +61,7 @@ def table_of_rows(workload: str, rows: list[Row]) -> dict[Any, tuple]:
     """A table's rows (the platform's Delta table) as the compared values by key."""
     convert = COMPARED[workload]
     table = dict(convert(row) for row in rows)
-    return {k: v for k, v in table.items() if not _closing(k)}
+    return {k: v for k, v in table.items() if not closing_key(k)}
 
 
 def read_delta(workload: str, path: Path) -> dict[Any, tuple]:
@@ -86,7 +86,7 @@ def read_topic(workload: str, bootstrap: str, topic: str) -> dict[Any, tuple]:
                 continue
         best[key] = (rank, convert(row))
     table = dict(converted for _, converted in best.values() if converted is not None)
-    return {k: v for k, v in table.items() if not _closing(k)}
+    return {k: v for k, v in table.items() if not closing_key(k)}
 
 
 def _records(bootstrap: str, topic: str) -> list[tuple[str, bytes | None]]:
@@ -95,7 +95,8 @@ def _records(bootstrap: str, topic: str) -> list[tuple[str, bytes | None]]:
     return [(record.key.decode(), record.value) for record in replay(bootstrap, topic)]
 
 
-def _closing(key: Any) -> bool:
+def closing_key(key: Any) -> bool:
+    """Whether an output key is a closing record's (``workloads.ClickSearch.closing``)."""
     first = key[0] if isinstance(key, tuple) else key
     return isinstance(first, str) and first.startswith(CLOSING_PREFIX)
 

@@ -93,3 +93,31 @@ def test_the_peers_benchmark_finds_every_engines_output_right() -> None:
         for engine in engines
     ]
     assert verdicts[: len(expected)] == expected, ran.stdout
+
+
+def _run_verdicts(stdout: str) -> dict[str, bool]:
+    """The spark mode's run lines (``[time] workload-contestant-repeat: ...``): run -> right."""
+    found = {}
+    for line in stdout.splitlines():
+        if line.startswith("[") and ", output " in line:
+            run, _, rest = line.split("] ", 1)[1].partition(": ")
+            found[run] = "output SAME" in rest
+    return found
+
+
+def test_the_operators_spark_baseline_consumes_the_reference_output() -> None:
+    # The hand-rolled baseline through the broker on every workload (no platform run): its
+    # adapters from the records to its tuples and its output against the reference.
+    args = ["--spark", "--events", "3000", "--keys", "500", "--runs", "1", "--executors", "none"]
+    ran = _bench("bench.operators_bench", *args)
+    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
+    expected = {f"{w}-baseline-0": True for w in ("fraud", "spend", "clicks")}
+    assert _run_verdicts(ran.stdout) == expected, ran.stdout
+
+
+def test_the_operators_spark_mode_runs_the_platform_on_one_executor() -> None:
+    args = ["--spark", "--events", "3000", "--keys", "500", "--runs", "1", "--executors", "1"]
+    ran = _bench("bench.operators_bench", *args, "--workloads", "spend")
+    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
+    expected = {"spend-baseline-0": True, "spend-spark-1-0": True}
+    assert _run_verdicts(ran.stdout) == expected, ran.stdout
