@@ -27,7 +27,6 @@ import argparse
 import json
 import os
 import shutil
-import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -39,8 +38,9 @@ from bench.peers.engines import Platform, RunSpec
 from bench.peers.outputs import compare
 from bench.peers.producing import LogWriter, recreate_topics, write_backlog
 from bench.peers.reference import reference_for
+from bench.peers.report import median, num, ratio
 from bench.peers.runs import cold_run, work_dir
-from bench.peers.workloads import IN_ORDER, PARTITIONS, WITHIN_GRACE, make
+from bench.peers.workloads import PARTITIONS, backlog_disorder, make
 from streaming.settings import Settings
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -136,9 +136,7 @@ def measure(
     args: argparse.Namespace,
 ) -> dict[str, list[dict[str, Any]]]:
     """Every contestant ``args.runs`` times over one backlog, the order rotating."""
-    # As in the peers benchmark: the windows see records out of order within grace, the joins
-    # an in-order log.
-    workload = make(name, args.keys, args.seed, WITHIN_GRACE if name == "spend" else IN_ORDER)
+    workload = make(name, args.keys, args.seed, backlog_disorder(name))
     recreate_topics(settings, workload.topics)
     reference = reference_for(name)
     bootstrap = settings.kafka.bootstrap_servers
@@ -186,7 +184,7 @@ def events_per_s(label: str, result: dict[str, Any]) -> float | None:
 
 
 def summarize(workloads: dict[str, dict[str, list]]) -> dict[str, dict[str, dict[str, Any]]]:
-    """Per workload and contestant: medians over the runs whose output was right; the ratios."""
+    """Per workload and contestant: medians over the runs whose output was right."""
     summary: dict[str, dict[str, dict[str, Any]]] = {}
     for name, runs in workloads.items():
         for label, done in runs.items():
@@ -194,8 +192,8 @@ def summarize(workloads: dict[str, dict[str, list]]) -> dict[str, dict[str, dict
             summary.setdefault(name, {})[label] = {
                 "correct": len(right) == len(done),
                 "runs": len(done),
-                "events_per_s": _median([events_per_s(label, r) for r in right]),
-                "wall_s": _median([r["seconds" if label == BASELINE else "wall_s"] for r in right]),
+                "events_per_s": median([events_per_s(label, r) for r in right]),
+                "wall_s": median([r["seconds" if label == BASELINE else "wall_s"] for r in right]),
                 "load_1min": [r["load_before"][0] for r in done],
             }
     return summary
@@ -205,23 +203,10 @@ def ratios(summary: dict[str, dict[str, Any]]) -> dict[str, float | None]:
     """One workload's platform events/s over the baseline's, and two executors over one."""
     rate = {label: s["events_per_s"] for label, s in summary.items()}
     return {
-        "spark-1/baseline": _ratio(rate.get("spark-1"), rate[BASELINE]),
-        "spark-2/baseline": _ratio(rate.get("spark-2"), rate[BASELINE]),
-        "spark-2/spark-1": _ratio(rate.get("spark-2"), rate.get("spark-1")),
+        "spark-1/baseline": ratio(rate.get("spark-1"), rate[BASELINE]),
+        "spark-2/baseline": ratio(rate.get("spark-2"), rate[BASELINE]),
+        "spark-2/spark-1": ratio(rate.get("spark-2"), rate.get("spark-1")),
     }
-
-
-def _median(values: list[float | None]) -> float | None:
-    present = [v for v in values if v is not None]
-    return statistics.median(present) if present else None
-
-
-def _ratio(a: float | None, b: float | None) -> float | None:
-    return None if a is None or not b else a / b
-
-
-def _num(value: float | None, fmt: str) -> str:
-    return "-" if value is None else format(value, fmt)
 
 
 def render(results: dict[str, Any]) -> str:
@@ -243,14 +228,14 @@ def render(results: dict[str, Any]) -> str:
         r = results["ratios"][name]
         s = {label: ran.get(label, none) for label in LABELS}
         right = all(done["correct"] for done in ran.values())
-        walls = "/".join(_num(s[label]["wall_s"], ".1f") for label in LABELS)
+        walls = "/".join(num(s[label]["wall_s"], ".1f") for label in LABELS)
         loads = [v for done in ran.values() for v in done["load_1min"]]
         lines.append(
-            f"{name:9}{_num(s[BASELINE]['events_per_s'], ',.0f'):>14}"
-            f"{_num(s['spark-1']['events_per_s'], ',.0f'):>13}"
-            f"{_num(s['spark-2']['events_per_s'], ',.0f'):>13}"
-            f"{_num(r['spark-1/baseline'], '.2f'):>8}{_num(r['spark-2/baseline'], '.2f'):>8}"
-            f"{_num(r['spark-2/spark-1'], '.2f'):>6}  {walls:17}  "
+            f"{name:9}{num(s[BASELINE]['events_per_s'], ',.0f'):>14}"
+            f"{num(s['spark-1']['events_per_s'], ',.0f'):>13}"
+            f"{num(s['spark-2']['events_per_s'], ',.0f'):>13}"
+            f"{num(r['spark-1/baseline'], '.2f'):>8}{num(r['spark-2/baseline'], '.2f'):>8}"
+            f"{num(r['spark-2/spark-1'], '.2f'):>6}  {walls:17}  "
             f"{'right' if right else 'WRONG':6}  {min(loads):.1f}-{max(loads):.1f}"
         )
     return "\n".join(lines)
@@ -262,7 +247,7 @@ def _line(run_id: str, r: dict[str, Any]) -> str:
     rate = r.get("events_per_s", r.get("steady_events_per_s"))
     wall = r.get("seconds", r.get("wall_s"))
     load = r["load_before"][0]
-    return f"{run_id}: {wall:.1f} s, {_num(rate, ',.0f')} ev/s, load {load:.2f}, {verdict}"
+    return f"{run_id}: {wall:.1f} s, {num(rate, ',.0f')} ev/s, load {load:.2f}, {verdict}"
 
 
 def _say(text: str) -> None:

@@ -27,7 +27,7 @@ from bench.peers.engines import ENGINES, Engine, RunSpec
 from bench.peers.producing import LogWriter, recreate_topics, write_backlog
 from bench.peers.reference import reference_for
 from bench.peers.runs import cold_run, rate_run, work_dir
-from bench.peers.workloads import IN_ORDER, WITHIN_GRACE, WORKLOADS, make
+from bench.peers.workloads import IN_ORDER, WORKLOADS, backlog_disorder, make
 from streaming.settings import Settings
 
 RESULTS = Path(__file__).resolve().parent.parent / "results"
@@ -155,10 +155,8 @@ def measure_workload(
     """Cold runs on one backlog, then fixed-rate runs, for every engine that applies."""
     playing = [e for e in engines if name in e.workloads]
     runs: dict[str, dict[str, list]] = {e.name: {"cold": [], "rate": []} for e in playing}
-    # The windows see out-of-order records within grace; the joins an in-order log, on which
-    # processing-time and event-time joins agree (see semantics for disordered data).
-    disorder = WITHIN_GRACE if name == "spend" else IN_ORDER
-    workload = make(name, args.keys, args.seed, disorder)
+    # The joins' backlog is in order (see semantics for disordered data).
+    workload = make(name, args.keys, args.seed, backlog_disorder(name))
     recreate_topics(settings, workload.topics)
     reference = reference_for(name)
     writer = LogWriter(settings.kafka.bootstrap_servers, reference.add)

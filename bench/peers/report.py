@@ -50,7 +50,7 @@ def machine() -> dict[str, Any]:
     }
 
 
-def _median(values: list[float | None]) -> float | None:
+def median(values: list[float | None]) -> float | None:
     present = [v for v in values if v is not None]
     return statistics.median(present) if present else None
 
@@ -67,11 +67,11 @@ def summarize(results: dict[str, Any]) -> dict[str, dict[str, dict[str, Any]]]:
                 "correct": all(r["verdict"]["same"] for r in all_runs),
                 "runs": len(all_runs),
                 "wrong_runs": sum(not r["verdict"]["same"] for r in all_runs),
-                "cold_wall_s": _median([r["wall_s"] for r in cold]),
-                "steady_events_per_s": _median([r["steady_events_per_s"] for r in cold]),
-                "p50_s": _median([r["p50_s"] for r in rate]),
-                "p95_s": _median([r["p95_s"] for r in rate]),
-                "peak_rss_bytes": _median([r["peak_rss_bytes"] for r in cold + rate]),
+                "cold_wall_s": median([r["wall_s"] for r in cold]),
+                "steady_events_per_s": median([r["steady_events_per_s"] for r in cold]),
+                "p50_s": median([r["p50_s"] for r in rate]),
+                "p95_s": median([r["p95_s"] for r in rate]),
+                "peak_rss_bytes": median([r["peak_rss_bytes"] for r in cold + rate]),
                 "peak_rss_max_bytes": max((r["peak_rss_bytes"] for r in all_runs), default=None),
                 "load_1min": _span([r["load_before"][0] for r in all_runs]),
             }
@@ -91,10 +91,10 @@ def ratios(summary: dict[str, dict[str, dict[str, Any]]]) -> dict[str, dict[str,
             if peer == "platform":
                 continue
             out.setdefault(workload, {})[peer] = {
-                "cold_x": _ratio(theirs["cold_wall_s"], mine["cold_wall_s"]),
-                "steady_x": _ratio(mine["steady_events_per_s"], theirs["steady_events_per_s"]),
-                "p95_x": _ratio(theirs["p95_s"], mine["p95_s"]),
-                "rss_x": _ratio(mine["peak_rss_bytes"], theirs["peak_rss_bytes"]),
+                "cold_x": ratio(theirs["cold_wall_s"], mine["cold_wall_s"]),
+                "steady_x": ratio(mine["steady_events_per_s"], theirs["steady_events_per_s"]),
+                "p95_x": ratio(theirs["p95_s"], mine["p95_s"]),
+                "rss_x": ratio(mine["peak_rss_bytes"], theirs["peak_rss_bytes"]),
             }
     return out
 
@@ -104,7 +104,7 @@ def _span(values: list[float]) -> list[float] | None:
     return [min(values), max(values)] if values else None
 
 
-def _ratio(a: float | None, b: float | None) -> float | None:
+def ratio(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None or b == 0 else a / b
 
 
@@ -144,7 +144,7 @@ def _gb(value: float | None) -> str:
     return "-" if value is None else f"{value / GB:.2f}"
 
 
-def _num(value: float | None, fmt: str) -> str:
+def num(value: float | None, fmt: str) -> str:
     return "-" if value is None else format(value, fmt)
 
 
@@ -171,9 +171,9 @@ def render(results: dict[str, Any]) -> str:
         for engine, s in engines.items():
             right = "right" if s["correct"] else f"WRONG {s['wrong_runs']}/{s['runs']}"
             lines.append(
-                f"{workload:9}{engine:15}{right:>8}{_num(s['cold_wall_s'], '.1f'):>9}"
-                f"{_num(s['steady_events_per_s'], ',.0f'):>13}{_num(s['p50_s'], '.2f'):>8}"
-                f"{_num(s['p95_s'], '.2f'):>8}{_gb(s['peak_rss_bytes']):>8}  "
+                f"{workload:9}{engine:15}{right:>8}{num(s['cold_wall_s'], '.1f'):>9}"
+                f"{num(s['steady_events_per_s'], ',.0f'):>13}{num(s['p50_s'], '.2f'):>8}"
+                f"{num(s['p95_s'], '.2f'):>8}{_gb(s['peak_rss_bytes']):>8}  "
                 f"{_load_span(s.get('load_1min'))}"
             )
     for engine, missing in results.get("not_run", {}).items():
@@ -188,9 +188,9 @@ def render(results: dict[str, Any]) -> str:
     for workload, peers in results["ratios"].items():
         for peer, r in peers.items():
             lines.append(
-                f"{workload:9}{peer:15}{_num(r['cold_x'], '.2f'):>8}"
-                f"{_num(r['steady_x'], '.2f'):>10}{_num(r['p95_x'], '.2f'):>8}"
-                f"{_num(r['rss_x'], '.2f'):>8}"
+                f"{workload:9}{peer:15}{num(r['cold_x'], '.2f'):>8}"
+                f"{num(r['steady_x'], '.2f'):>10}{num(r['p95_x'], '.2f'):>8}"
+                f"{num(r['rss_x'], '.2f'):>8}"
             )
     if results.get("semantics"):
         lines += ["", *render_semantics(results["semantics"])]
@@ -198,7 +198,7 @@ def render(results: dict[str, Any]) -> str:
     for t in results["targets"]:
         verdict = {True: "PASS", False: "FAIL", None: "n/a"}[t["pass"]]
         shown = t["shown"]
-        text = shown if isinstance(shown, str) else _num(shown, ".2f")
+        text = shown if isinstance(shown, str) else num(shown, ".2f")
         lines.append(f"  {verdict:4}  {t['target']} ({text})")
     return "\n".join(lines)
 

@@ -62,6 +62,12 @@ WITHIN_GRACE = Disorder(within=0.05, late=0.0)
 WITH_LATE = Disorder(within=0.05, late=0.005)
 
 
+def backlog_disorder(workload: str) -> Disorder:
+    """A benchmark backlog's disorder: the windows see records out of order within grace; the
+    joins an in-order log, on which processing-time and event-time joins agree."""
+    return WITHIN_GRACE if workload == "spend" else IN_ORDER
+
+
 @dataclass
 class Workload:
     """One workload's event sequence; ``next(ts)`` gives its next record."""
