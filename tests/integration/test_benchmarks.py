@@ -113,11 +113,3 @@ def test_the_operators_spark_baseline_consumes_the_reference_output() -> None:
     assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
     expected = {f"{w}-baseline-0": True for w in ("fraud", "spend", "clicks")}
     assert _run_verdicts(ran.stdout) == expected, ran.stdout
-
-
-def test_the_operators_spark_mode_runs_the_platform_on_one_executor() -> None:
-    args = ["--spark", "--events", "3000", "--keys", "500", "--runs", "1", "--executors", "1"]
-    ran = _bench("bench.operators_bench", *args, "--workloads", "spend")
-    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
-    expected = {"spend-baseline-0": True, "spend-spark-1-0": True}
-    assert _run_verdicts(ran.stdout) == expected, ran.stdout
