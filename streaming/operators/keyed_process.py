@@ -8,7 +8,7 @@ emitted before (``streaming.operators.emitted_rows``).
 
 State tables: ``clock`` (the inputs' partitions), ``keys`` (per key its base state as JSON, its
 boundary and its next timer), ``buffer.<input>`` (the records at or above a key's boundary),
-``rows`` (the emitted rows) and ``meta`` (the horizon of the last batch).
+and ``rows`` (the emitted rows).
 
 The state is kept by ``by`` (``partitioned_by``): run by the platform with one state per input
 partition, the inputs must be keyed by those columns (``streaming.run.copartition``), and each
@@ -54,12 +54,10 @@ from streaming.operators.tables import Transition
 from streaming.state import State, StateDelta, key_mask
 
 KEYS = "keys"
-META = "meta"
 BASE, BOUNDARY, NEXT_TIMER = "_base", "_boundary", "_next_timer"
 IDENTITY = (PARTITION, OFFSET)
 NULL_KEY = "null key"
 DEFAULT_GRACE_MS = 600_000
-_META = pa.schema([("name", pa.string()), ("value", pa.int64())])
 
 
 @dataclass(frozen=True)
@@ -72,8 +70,9 @@ class KeyedProcess:
         sources: the stream inputs read from the batch; at equal event times, records of an
             earlier input come first.
         grace_ms: the grace period of the stream inputs.
-        prune_every_ms: how far the horizon advances between two sweeps that fold every key
-            and forget final rows (default: the grace period, at least a second).
+        prune_every_ms: how far the horizon advances between two sweeps that replay every key
+            to fold its records below the horizon (default: the grace period, at least a
+            second).
     """
 
     function: KeyedFunction
@@ -127,7 +126,6 @@ class KeyedProcess:
 
     def step(self, state: State, batch: Batch) -> Step:
         transition = Transition(state)
-        before = _meta(state)
         arrivals = arrive(state.get(CLOCK), batch, list(self.sources), self.grace_ms)
         transition.replace(CLOCK, arrivals.clock, arrivals.clock_delta)
         letters = [arrivals.dead_letters]
@@ -140,10 +138,9 @@ class KeyedProcess:
         for name, rows in fresh.items():
             if rows.num_rows:
                 self._change(transition, _buffer(name), IDENTITY, inserts=rows)
-        sweep = _crossed(before.get("horizon"), horizon, self._every())
+        sweep = arrivals.crossed(self._every())
         touched = self._touched(transition, fresh, horizon, sweep)
         changes = self._replay_keys(transition, touched, horizon)
-        self._write_meta(transition, before, {"horizon": horizon})
         settled, delta = _settled(state, transition)
         return Step(settled, changes, pa.concat_tables(letters), delta)
 
@@ -383,14 +380,6 @@ class KeyedProcess:
             inserts=pa.Table.from_pylist(records, schema=schema),
         )
 
-    def _write_meta(
-        self, transition: Transition, before: dict[str, int | None], after: dict[str, int | None]
-    ) -> None:
-        if before == after:
-            return
-        table = pa.table({"name": list(after), "value": list(after.values())}, schema=_META)
-        self._change(transition, META, ("name",), deletes=table.select(["name"]), inserts=table)
-
     def _change(
         self,
         transition: Transition,
@@ -444,17 +433,3 @@ def _null_keys(table: pa.Table, by: tuple[str, ...]) -> np.ndarray:
     for name in by:
         null |= table.column(name).is_null().to_numpy(zero_copy_only=False)
     return null
-
-
-def _meta(state: State) -> dict[str, int | None]:
-    table = state.get(META)
-    if table is None:
-        return {}
-    names, values = table.column("name").to_pylist(), table.column("value").to_pylist()
-    return dict(zip(names, values, strict=True))
-
-
-def _crossed(before: int | None, after: int | None, every_ms: int) -> bool:
-    if after is None:
-        return False
-    return before is None or after // every_ms > before // every_ms
