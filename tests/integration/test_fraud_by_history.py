@@ -3,20 +3,27 @@ history) against the embedded broker and a real SparkSession: at every checked c
 equals a plain-Python evaluation of its definition on the offsets the commit records, with one
 payment per batch over the first 105, then 997 and 250,000; alerts the log's out-of-order
 payments withdraw are withdrawn; exactly the late payments are dead-lettered, also after two
-SIGKILLs and a resume."""
+SIGKILLs and a resume. A v2 asking for more history is reprocessed beside v1, compared at equal
+offsets and promoted."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
 
 from kappa.testing.producing import Out, payments, send
-from kappa.testing.reference import replay_stamped
+from kappa.testing.reference import log_ends, replay_stamped
 from kappa.testing.seed_references import fraud_by_history_reference
+from pipelines.fraud_by_history import alerts
+from quality.rules import ComparisonPolicy
+from streaming.define.registry import get_pipeline, registry
 from streaming.delta.table_reader import commits
 from streaming.deployment import Deployment
 from streaming.kafka.offsets import from_spark
+from streaming.versions.live_pointer import live_version, switch
+from streaming.versions.promotion import promote
 from tests.integration.helpers import check_commits, kill_twice_mid_run, run_until_caught_up
 
 pytestmark = pytest.mark.integration
@@ -76,3 +83,32 @@ def test_sigkills_mid_run_then_resume_equal_the_reference(spark, settings, broke
         settings, NAME, "v1", records, fraud_by_history_reference, "txn_id"
     )
     assert commits_made > second and len(table) > 40
+
+
+def test_a_changed_threshold_is_compared_at_equal_offsets_and_promoted(
+    spark, settings, broker, monkeypatch
+):
+    send(settings, payments(900, seed=84, start_ms=START_MS))
+    v1 = get_pipeline(settings.pipelines, NAME)
+    run_until_caught_up(spark, settings, v1)
+    switch(settings.home, NAME, "v1", "first deployment")
+    # v2 alerts only after 5 earlier payments: the alerts after 3 or 4 are dropped, as declared.
+    v2 = dataclasses.replace(
+        v1, version="v2", plan=alerts(5), comparison=ComparisonPolicy(min_key_overlap=0.0)
+    )
+    monkeypatch.setitem(registry(settings.pipelines), NAME, v2)
+    run_until_caught_up(spark, settings, v2, max_offsets_per_trigger=300)
+    promotion = promote(settings, NAME, "v2", wait_s=60)
+
+    records = replay_stamped(settings.kafka.bootstrap_servers, ["transactions"])
+    at = from_spark(promotion.switch.comparison["at_offsets"]["offsets"])
+    assert at == log_ends(records)
+    old, _ = fraud_by_history_reference(records, at)
+    new, _ = fraud_by_history_reference(records, at, min_history=5)
+    dropped = set(old) - set(new)
+    assert dropped and set(new) <= set(old)
+    result = promotion.comparison
+    assert result.passed and result.coverage.in_both == len(new) > 0
+    assert (result.coverage.only_old, result.coverage.only_new) == (len(dropped), 0)
+    assert not [c.column for c in result.columns if c.mismatched]
+    assert live_version(settings.home, NAME) == "v2"
