@@ -118,6 +118,10 @@ class StreamInput:
         """
         from streaming.define.stateful import stateful_plan
 
+        for other in others:
+            if not isinstance(other, StreamInput):
+                msg = f"process: further inputs are streams (topic.stream()), not {other!r}"
+                raise DefineError(msg)
         return stateful_plan((self.topic, *(o.topic for o in others)), function, grace)
 
     def join_latest_within(

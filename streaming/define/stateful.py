@@ -162,9 +162,6 @@ def stateful_plan(topics: tuple[Topic, ...], function: Stateful, grace: timedelt
         )
         raise DefineError(msg)
     for topic in topics:
-        if not isinstance(topic, Topic):
-            msg = f"process: further inputs are streams (topic.stream()), not {topic!r}"
-            raise DefineError(msg)
         missing = [c for c in function.by if c not in topic.schema().names]
         if missing:
             msg = (

@@ -45,12 +45,15 @@ def test_a_bad_declaration_is_refused_when_declared(
         stateful(**{**arguments, **declaration})(_keep)
 
 
-def test_a_plan_refuses_what_is_no_stateful_function_or_lacks_its_key_columns() -> None:
+def test_a_plan_refuses_a_plain_function_an_input_not_a_stream_or_a_missing_column() -> None:
     with pytest.raises(DefineError, match=r"declare it with @stateful\(by=..., key=..."):
         ORDERS.stream().process(_keep)  # type: ignore[arg-type]
     by_customer = stateful(by="customer", key="id", emits="id string, n bigint")(_keep)
     with pytest.raises(DefineError, match=r"topic 'orders' has no columns \['customer'\]"):
         ORDERS.stream().process(by_customer)
+    keep = stateful(by="k", key="id", emits="id string, n bigint")(_keep)
+    with pytest.raises(DefineError, match=r"further inputs are streams \(topic.stream\(\)\)"):
+        ORDERS.stream().process(keep, ORDERS)  # type: ignore[arg-type]
 
 
 def _batch(rows: list[dict[str, Any]]) -> Batch:
