@@ -148,6 +148,35 @@ def fraud_events(
     return out
 
 
+def payments(
+    n: int, seed: int, customers: int = 30, start_ms: int = 1_700_000_000_000, step_ms: int = 1000
+) -> list[Out]:
+    """Transactions of ``customers`` customers keyed by customer, one per ``step_ms`` of event
+    time, each record's timestamp its event time, out of order as :func:`_shifted` says. Each
+    customer pays mostly from a home country (in the EU or not), sometimes from another EU
+    country, and now and then from abroad."""
+    rng = random.Random(seed)
+    homes = ["DE", "FR", "IT", "US", "GB"]
+    abroad = ["AU", "US", "BR", "JP", "DE", "ES"]
+    home = {f"p{c:03d}": rng.choice(homes) for c in range(customers)}
+    out = []
+    for i in range(n):
+        t = _shifted(rng, start_ms + i * step_ms)
+        cid = f"p{rng.randrange(customers):03d}"
+        draw = rng.random()
+        country = home[cid] if draw < 0.75 else rng.choice(["PT", "NL"] if draw < 0.85 else abroad)
+        value = {
+            "txn_id": f"t{seed}-{i}",
+            "customer_id": cid,
+            "amount": round(rng.uniform(0.01, 500), 2),
+            "currency": "EUR",
+            "country": country,
+            "ts": t,
+        }
+        out.append(Out("transactions", cid.encode(), json.dumps(value).encode(), timestamp=t))
+    return out
+
+
 def clickstream(n: int, seed: int, users: int = 30, start_ms: int = 1_700_000_000_000) -> list[Out]:
     """Searches (40%) and clicks of ``users`` users, one event per 20 s of event time, keyed
     by user, each record's timestamp its event time; out of order as :func:`fraud_events`."""

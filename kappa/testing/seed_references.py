@@ -120,3 +120,46 @@ def stock_moving_avg_reference(
         for (ticker, start), trades in windows.items()
     }
     return rows, late
+
+
+# fraud by payment history
+
+MEMBER_STATES = "AT BE BG CY CZ DE DK EE ES FI FR GR HR HU IE IT LT LU LV MT NL PL PT RO SE SI SK"
+EU_COUNTRIES = set(MEMBER_STATES.split())
+
+
+def fraud_by_history_reference(
+    records: list[Stamped], prefix: Prefix, min_history: int = 3
+) -> tuple[dict[str, dict[str, Any]], Late]:
+    """fraud_by_history on ``prefix``: per customer, its on-time transactions in the order of
+    (ts, partition, offset); a transaction is an alert when at least ``min_history`` came
+    before it and its region ("EU" for a member state, else its country) is none of theirs.
+    Rows by txn_id."""
+    txns, late = _kept(records, prefix, "transactions", "ts")
+    history: dict[str, list[tuple[int, int, int, dict[str, Any]]]] = {}
+    for r in txns:
+        value = _value(r)
+        value["customer_id"] = r.key.decode()  # type: ignore[union-attr]
+        history.setdefault(value["customer_id"], []).append(
+            (value["ts"], r.partition, r.offset, value)
+        )
+    rows = {}
+    for payments in history.values():
+        counts: dict[str, int] = {}
+        for _, _, _, txn in sorted(payments, key=lambda p: p[:3]):
+            place = "EU" if txn["country"] in EU_COUNTRIES else txn["country"]
+            before = sum(counts.values())
+            if before >= min_history and place not in counts:
+                seen = ", ".join(f"{name} ({counts[name]})" for name in sorted(counts))
+                rows[txn["txn_id"]] = {
+                    "txn_id": txn["txn_id"],
+                    "customer_id": txn["customer_id"],
+                    "amount": Decimal(str(txn["amount"])).quantize(Decimal("0.01")),
+                    "country": txn["country"],
+                    "ts": txn["ts"],
+                    "region": place,
+                    "earlier_payments": before,
+                    "reason": f"first payment from {place} after {before} payments from {seen}",
+                }
+            counts[place] = counts.get(place, 0) + 1
+    return rows, late

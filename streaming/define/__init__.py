@@ -4,30 +4,69 @@ foundation modules, the operators its plans are built from and their state
 (``tests/unit/test_dependencies.py``).
 
 A pipeline module declares ``PIPELINE = Pipeline(...)`` with one of the table kinds and a
-per-batch transform, or with a stateful plan built from ``Topic`` declarations.
+per-batch transform, or with a stateful plan built from ``Topic`` declarations: a join, a window,
+or a function the user writes over per-key state::
+
+    @stateful(by="customer_id", key="txn_id", emits="txn_id string, reason string",
+              state={"regions": MapOf(str, int), "payments": Value(int, default=0)})
+    def history(txn, state):              # per customer, in event-time order
+        ...                               # read and write state.regions; yield rows
+
+    plan = TRANSACTIONS.stream().process(history)
+
+The function sees each record as a dict and its key's state: ``Value``, ``MapOf`` and
+``ListOf`` declarations (typed, each with an optional event-time ``ttl``), ``state.timers``
+(event-time timers, handled by ``timer=``), ``state.key``, ``state.time`` and ``state.input``.
+It returns None, a row, ``Delete(**key)`` or an iterable of them. The platform replays a key's
+records within grace when an earlier one arrives and corrects the rows it emitted, so the table
+is the function run in event-time order on every log prefix; late records go to the dead
+letters. See ``streaming.define.stateful``.
 """
 
 from streaming.define.pipeline import Pipeline
 from streaming.define.plan import Plan
+from streaming.define.stateful import Stateful, stateful
 from streaming.define.table_kinds import Accumulate, ChangeRows, LatestPerKey, TableKind
 from streaming.define.topic import Topic
-from streaming.operators import Count, Hopping, Latest, Max, Mean, Min, Session, Sum, Tumbling
+from streaming.operators import (
+    Count,
+    Delete,
+    Hopping,
+    KeyState,
+    Latest,
+    ListOf,
+    MapOf,
+    Max,
+    Mean,
+    Min,
+    Session,
+    Sum,
+    Tumbling,
+    Value,
+)
 
 __all__ = [
     "Accumulate",
     "ChangeRows",
     "Count",
+    "Delete",
     "Hopping",
+    "KeyState",
     "Latest",
     "LatestPerKey",
+    "ListOf",
+    "MapOf",
     "Max",
     "Mean",
     "Min",
     "Pipeline",
     "Plan",
     "Session",
+    "Stateful",
     "Sum",
     "TableKind",
     "Topic",
     "Tumbling",
+    "Value",
+    "stateful",
 ]

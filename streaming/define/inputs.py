@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from streaming.define.plan import DEFAULT_GRACE, Plan, column_names, period_ms, source_of
 from streaming.define.topic import Topic
@@ -21,6 +21,9 @@ from streaming.operators import (
     WindowedAggregate,
 )
 from streaming.operators.windows import Window
+
+if TYPE_CHECKING:
+    from streaming.define.stateful import Stateful
 
 
 def _window_plan(
@@ -100,6 +103,26 @@ class StreamInput:
                 without retention).
         """
         return _window_plan(self.topic, window, by, aggregations, grace, retention, emit)
+
+    def process(
+        self, function: Stateful, *others: StreamInput, grace: timedelta = DEFAULT_GRACE
+    ) -> Plan:
+        """This stream's records (and ``others``') through a stateful function the user wrote
+        (``streaming.define.stateful``), per key of its ``by`` columns, in event-time order.
+
+        Args:
+            function: a function declared with ``@stateful(by=..., key=..., emits=...)``.
+            others: further streams the function reads (``state.input`` names a record's);
+                at equal event times this stream's records come first, then ``others`` in order.
+            grace: how far below its partition's stream time a record may be and still count.
+        """
+        from streaming.define.stateful import stateful_plan
+
+        for other in others:
+            if not isinstance(other, StreamInput):
+                msg = f"process: further inputs are streams (topic.stream()), not {other!r}"
+                raise DefineError(msg)
+        return stateful_plan((self.topic, *(o.topic for o in others)), function, grace)
 
     def join_latest_within(
         self,

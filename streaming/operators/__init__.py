@@ -1,5 +1,8 @@
 """Stateful stream operators: pure steps from (state, batch) to (state', changes, dead letters).
 
+The stateful-function operator (``KeyedProcess``) runs a function the user writes over per-key
+state (``keyed_state``), replaying a key's records when an earlier one arrives (``key_replay``).
+
 Every operator's output table equals its definition evaluated on exactly the log prefix the
 batches so far complete, whatever the batch boundaries, restarts or partition read order. No
 Spark, Kafka, Delta or Dagster here: inputs and outputs are pyarrow Tables.
@@ -13,6 +16,9 @@ from streaming.operators.errors import BatchError, OperatorConfigError, Operator
 from streaming.operators.event_time import DEAD_LETTER_SCHEMA, LATE
 from streaming.operators.group_aggregate import GroupAggregate
 from streaming.operators.interval_join import IntervalJoin
+from streaming.operators.key_replay import Delete, KeyedFunction
+from streaming.operators.keyed_process import KeyedProcess
+from streaming.operators.keyed_state import KeyState, ListOf, MapOf, StateSpec, Value
 from streaming.operators.step import Operator, Step
 from streaming.operators.window_aggregate import FinalWindows, WindowedAggregate
 from streaming.operators.windows import Hopping, Session, Tumbling
@@ -30,11 +36,17 @@ __all__ = [
     "BatchError",
     "Compaction",
     "Count",
+    "Delete",
     "FinalWindows",
     "GroupAggregate",
     "Hopping",
     "IntervalJoin",
+    "KeyState",
+    "KeyedFunction",
+    "KeyedProcess",
     "Latest",
+    "ListOf",
+    "MapOf",
     "Max",
     "Mean",
     "Min",
@@ -43,8 +55,10 @@ __all__ = [
     "OperatorError",
     "Session",
     "Source",
+    "StateSpec",
     "Step",
     "Sum",
     "Tumbling",
+    "Value",
     "WindowedAggregate",
 ]

@@ -22,3 +22,20 @@ def test_inputs_with_different_partition_counts_are_refused_saying_what_to_do():
     with pytest.raises(CoPartitionError, match="different partition counts") as refused:
         state_partitions(ENRICHED.plan, {"transactions": 4, "customers": 2})
     assert "same number of partitions" in str(refused.value)
+
+
+def test_a_stateful_function_is_split_only_when_its_state_key_holds_the_kafka_key():
+    from pipelines.fraud_by_history import PIPELINE as HISTORY
+    from pipelines.topics import TRANSACTIONS
+    from streaming.define import stateful
+
+    assert HISTORY.plan is not None
+    assert state_partitions(HISTORY.plan, {"transactions": 4}).count == 4
+
+    @stateful(by="currency", key="txn_id", emits="txn_id string")
+    def per_currency(txn: dict, state: object) -> dict:
+        return {"txn_id": txn["txn_id"]}
+
+    plan = TRANSACTIONS.stream().process(per_currency)
+    with pytest.raises(CoPartitionError, match=r"keeps its records by \['currency'\]"):
+        state_partitions(plan, {"transactions": 4})

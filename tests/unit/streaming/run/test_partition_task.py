@@ -313,3 +313,42 @@ def test_the_state_directory_stays_bounded_over_many_batches(tmp_path: Path) -> 
     assert len(rows) == batches + 1
     # as of the customer's move in the batch before
     assert rows["t-after"]["customer_country"] == ("DE", "FR", "NL")[(batches - 1) % 3]
+
+
+def test_payment_history_alerts_are_corrected_by_an_earlier_payment(tmp_path: Path) -> None:
+    """A stateful function on the executor path: per customer, in event-time order, an alert
+    withdrawn when an out-of-order payment changes the history before it, a late payment
+    dead-lettered, and a partition far ahead in event time making no other partition late."""
+    from pipelines.fraud_by_history import PIPELINE as HISTORY
+
+    deployment = Deployment(HISTORY.name, "v1", tmp_path)
+    tasks = Tasks(HISTORY, deployment)
+    ahead = {"txn_id": "x", "customer_id": "c2", "amount": 1, "currency": "EUR", "country": "AU"}
+    first = _raw(
+        [
+            *(_txn(i, T0 + i * 1_000, f"t{i}", "FR" if i % 2 else "DE") for i in range(4)),
+            ("transactions", 1, 0, T0 + 10_000_000, "c2", {**ahead, "ts": T0 + 10_000_000}),
+        ]
+    )
+    tasks.run(first, 0, {"transactions": {"0": 4, "1": 1}})
+    assert tasks.rows("txn_id") == {}  # the first payments of both customers
+    tasks.run(_raw([_txn(4, T0 + 20_000, "t-us", "US")]), 1, {"transactions": {"0": 5, "1": 1}})
+    rows = tasks.rows("txn_id")
+    assert rows["t-us"]["reason"] == "first payment from US after 4 payments from EU (4)"
+    assert rows["t-us"]["amount"] == Decimal("12.50") and rows["t-us"]["region"] == "US"
+    second = _raw(
+        [
+            _txn(5, T0 + 2_500, "t-ooo", "US"),  # out of order, within grace
+            _txn(6, T0 + 20_000 - 1_200_000, "t-late", "BR"),
+        ]
+    )
+    tasks.run(second, 2, {"transactions": {"0": 7, "1": 1}})
+    rows = tasks.rows("txn_id")
+    assert sorted(rows) == ["t-ooo"]  # t-us is no longer the customer's first US payment
+    assert rows["t-ooo"]["reason"] == "first payment from US after 3 payments from EU (3)"
+    [dead] = tasks.dead.read().to_pylist()
+    assert (dead["offset"], dead["error"]) == (6, "late")
+    tasks.run(_raw([_txn(7, T0 + 25_000, "t-jp", "JP")]), 3, {"transactions": {"0": 8, "1": 1}})
+    rows = tasks.rows("txn_id")
+    assert sorted(rows) == ["t-jp", "t-ooo"]
+    assert rows["t-jp"]["reason"] == "first payment from JP after 6 payments from EU (4), US (2)"
