@@ -27,20 +27,18 @@ import argparse
 import json
 import os
 import shutil
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from bench import operators_consumer
 from bench.peers import report
+from bench.peers.backlog import private_broker, write_workload_backlog
 from bench.peers.engines import Platform, RunSpec
 from bench.peers.outputs import compare
-from bench.peers.producing import LogWriter, recreate_topics, write_backlog
-from bench.peers.reference import reference_for
 from bench.peers.report import median, num, ratio
 from bench.peers.runs import cold_run, work_dir
-from bench.peers.workloads import PARTITIONS, backlog_disorder, make
+from bench.peers.workloads import PARTITIONS
 from streaming.settings import Settings
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -96,32 +94,21 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from kappa.broker import EmbeddedBroker
-    from kappa.testing.settings import private_settings
-
-    root = Path(tempfile.mkdtemp(prefix="kappa-operators-spark-"))
-    settings = private_settings(root / "broker-home", full_jit=True, **{"broker.heap": "1g"})
-    engines = {
-        label: Platform(
-            settings, {"platform_env": {"KAPPA_SPARK_MASTER": f"local[{executors(label)}]"}}
-        )
-        for label in args.contestants[1:]
-    }
-    results: dict[str, Any] = {
-        "machine": report.machine(),
-        "args": vars(args),
-        "load_start": os.getloadavg(),
-        "workloads": {},
-    }
-    broker = EmbeddedBroker(settings)
-    broker.start()
-    try:
+    with private_broker("kappa-operators-spark-", keep=args.keep) as (root, settings):
+        engines = {
+            label: Platform(
+                settings, {"platform_env": {"KAPPA_SPARK_MASTER": f"local[{executors(label)}]"}}
+            )
+            for label in args.contestants[1:]
+        }
+        results: dict[str, Any] = {
+            "machine": report.machine(),
+            "args": vars(args),
+            "load_start": os.getloadavg(),
+            "workloads": {},
+        }
         for name in args.workloads.split(","):
             results["workloads"][name] = measure(name, engines, settings, root, args)
-    finally:
-        broker.stop()
-        if not args.keep:
-            shutil.rmtree(root, ignore_errors=True)
     results["load_end"] = os.getloadavg()
     results["summary"] = summarize(results["workloads"])
     results["ratios"] = {name: ratios(s) for name, s in results["summary"].items()}
@@ -136,14 +123,10 @@ def measure(
     args: argparse.Namespace,
 ) -> dict[str, list[dict[str, Any]]]:
     """Every contestant ``args.runs`` times over one backlog, the order rotating."""
-    workload = make(name, args.keys, args.seed, backlog_disorder(name))
-    recreate_topics(settings, workload.topics)
-    reference = reference_for(name)
+    backlog = write_workload_backlog(settings, name, args.keys, args.seed, args.events)
+    workload, written, expected = backlog.workload, backlog.written, backlog.expected
     bootstrap = settings.kafka.bootstrap_servers
-    writer = LogWriter(bootstrap, reference.add)
-    seconds = write_backlog(writer, workload, args.events)
-    expected = reference.table()
-    _say(f"{name}: {writer.written.total:,} records written in {seconds:.1f} s")
+    _say(f"{name}: {written.total:,} records written in {backlog.seconds:.1f} s")
     contestants = args.contestants
     runs: dict[str, list[dict[str, Any]]] = {label: [] for label in contestants}
     for repeat in range(args.runs):
@@ -151,10 +134,10 @@ def measure(
         for label in contestants[shift:] + contestants[:shift]:
             run_id = f"{name}-{label}-{repeat}"
             if label == BASELINE:
-                result = baseline_run(name, bootstrap, writer.written.ends, expected)
+                result = baseline_run(name, bootstrap, written.ends, expected)
             else:
                 spec = RunSpec(workload, run_id, work_dir(root, run_id), bootstrap, False)
-                result = cold_run(engines[label], spec, settings, writer.written, expected)
+                result = cold_run(engines[label], spec, settings, written, expected)
                 if not args.keep:
                     shutil.rmtree(spec.work, ignore_errors=True)
             runs[label].append(result)

@@ -17,17 +17,15 @@ import argparse
 import functools
 import os
 import shutil
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from bench.peers import report, semantics
+from bench.peers.backlog import private_broker, write_workload_backlog
 from bench.peers.engines import ENGINES, Engine, RunSpec
-from bench.peers.producing import LogWriter, recreate_topics, write_backlog
-from bench.peers.reference import reference_for
 from bench.peers.runs import cold_run, rate_run, work_dir
-from bench.peers.workloads import IN_ORDER, WORKLOADS, backlog_disorder, make
+from bench.peers.workloads import IN_ORDER, WORKLOADS, make
 from streaming.settings import Settings
 
 RESULTS = Path(__file__).resolve().parent.parent / "results"
@@ -96,35 +94,28 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from kappa.broker import EmbeddedBroker
-    from kappa.testing.settings import private_settings
-
-    root = Path(tempfile.mkdtemp(prefix="kappa-peers-"))
-    settings = private_settings(root / "broker-home", full_jit=True, **{"broker.heap": "1g"})
-    options = {
-        "commit_interval_ms": args.commit_interval_ms,
-        "ks_threads": args.ks_threads,
-        "platform_env": dict(item.split("=", 1) for item in args.platform_env),
-    }
-    engines = [ENGINES[name](settings, options) for name in args.engines.split(",")]
-    for engine in engines:
-        started = time.perf_counter()
-        engine.prepare()
-        _say(f"{engine.name} ready ({time.perf_counter() - started:.1f} s)")
-    results: dict[str, Any] = {
-        "machine": report.machine(),
-        "args": vars(args),
-        "load_start": os.getloadavg(),
-        "workloads": {},
-        "not_run": {
-            e.name: {"workloads": missing, "why": e.why_not}
-            for e in engines
-            if (missing := [w for w in args.workloads.split(",") if w not in e.workloads])
-        },
-    }
-    broker = EmbeddedBroker(settings)
-    broker.start()
-    try:
+    with private_broker("kappa-peers-", keep=args.keep) as (root, settings):
+        options = {
+            "commit_interval_ms": args.commit_interval_ms,
+            "ks_threads": args.ks_threads,
+            "platform_env": dict(item.split("=", 1) for item in args.platform_env),
+        }
+        engines = [ENGINES[name](settings, options) for name in args.engines.split(",")]
+        for engine in engines:
+            started = time.perf_counter()
+            engine.prepare()
+            _say(f"{engine.name} ready ({time.perf_counter() - started:.1f} s)")
+        results: dict[str, Any] = {
+            "machine": report.machine(),
+            "args": vars(args),
+            "load_start": os.getloadavg(),
+            "workloads": {},
+            "not_run": {
+                e.name: {"workloads": missing, "why": e.why_not}
+                for e in engines
+                if (missing := [w for w in args.workloads.split(",") if w not in e.workloads])
+            },
+        }
         for name in args.workloads.split(","):
             results["workloads"][name] = measure_workload(name, engines, settings, root, args)
         if args.semantics_events:
@@ -138,10 +129,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 args.seed,
                 tuple(args.workloads.split(",")),
             )
-    finally:
-        broker.stop()
-        if not args.keep:
-            shutil.rmtree(root, ignore_errors=True)
     results["load_end"] = os.getloadavg()
     results["summary"] = report.summarize(results)
     results["ratios"] = report.ratios(results["summary"])
@@ -156,13 +143,9 @@ def measure_workload(
     playing = [e for e in engines if name in e.workloads]
     runs: dict[str, dict[str, list]] = {e.name: {"cold": [], "rate": []} for e in playing}
     # The joins' backlog is in order (see semantics for disordered data).
-    workload = make(name, args.keys, args.seed, backlog_disorder(name))
-    recreate_topics(settings, workload.topics)
-    reference = reference_for(name)
-    writer = LogWriter(settings.kafka.bootstrap_servers, reference.add)
-    seconds = write_backlog(writer, workload, args.events)
-    expected = reference.table()
-    _say(f"{name}: {writer.written.total:,} records written in {seconds:.1f} s")
+    backlog = write_workload_backlog(settings, name, args.keys, args.seed, args.events)
+    workload = backlog.workload
+    _say(f"{name}: {backlog.written.total:,} records written in {backlog.seconds:.1f} s")
     for repeat in range(args.repeats):
         for engine in _rotated(playing, repeat):
             run_id = f"{name}-{engine.name}-cold-{repeat}"
@@ -173,7 +156,7 @@ def measure_workload(
                 settings.kafka.bootstrap_servers,
                 False,
             )
-            result = cold_run(engine, spec, settings, writer.written, expected)
+            result = cold_run(engine, spec, settings, backlog.written, backlog.expected)
             runs[engine.name]["cold"].append(result)
             _say(_cold_line(run_id, result))
             _clean(spec, args)

@@ -33,19 +33,17 @@ import os
 import shutil
 import statistics
 import sys
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any
 
 import psutil
 
+from bench.peers.backlog import private_broker, write_workload_backlog
 from bench.peers.engines import Platform, RunSpec
 from bench.peers.outputs import compare
-from bench.peers.producing import LogWriter, delete_topics, recreate_topics, write_backlog
-from bench.peers.reference import reference_for
+from bench.peers.producing import delete_topics
 from bench.peers.runs import EngineProcess, until_complete, work_dir
-from bench.peers.workloads import IN_ORDER, WITHIN_GRACE, make
 
 GB = 1024**3
 
@@ -249,9 +247,6 @@ def parse_variant(text: str) -> tuple[str, dict[str, str]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from kappa.broker import EmbeddedBroker
-    from kappa.testing.settings import private_settings
-
     parser = argparse.ArgumentParser(prog="python -m bench.peers.profile", description=__doc__)
     parser.add_argument("--workload", default="latest")
     parser.add_argument("--events", type=int, default=1_000_000)
@@ -271,19 +266,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     variants = [parse_variant(v) for v in args.variant] or [("default", {})]
-    root = Path(tempfile.mkdtemp(prefix="kappa-profile-"))
-    settings = private_settings(root / "broker-home", full_jit=True, **{"broker.heap": "1g"})
-    broker = EmbeddedBroker(settings)
-    broker.start()
     found: dict[str, list[dict[str, Any]]] = {label: [] for label, _ in variants}
-    try:
-        disorder = WITHIN_GRACE if args.workload == "spend" else IN_ORDER
-        workload = make(args.workload, args.keys, 1, disorder)
-        recreate_topics(settings, workload.topics)
-        reference = reference_for(args.workload)
-        writer = LogWriter(settings.kafka.bootstrap_servers, reference.add)
-        write_backlog(writer, workload, args.events)
-        expected = reference.table()
+    with private_broker("kappa-profile-", keep=args.keep) as (root, settings):
+        backlog = write_workload_backlog(settings, args.workload, args.keys, 1, args.events)
+        workload = backlog.workload
         print(f"load average {_load()}", flush=True)
         for n in range(args.runs):
             for label, env in variants if n % 2 == 0 else list(reversed(variants)):
@@ -300,19 +286,13 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 delete_topics(settings, platform.topics_before_run(spec))
                 run = profile_run(
-                    platform, spec, writer.written, expected, args.py_spy, args.event_log
+                    platform, spec, backlog.written, backlog.expected, args.py_spy, args.event_log
                 )
                 run["load"] = os.getloadavg()[0]
                 found[label].append(run)
                 _print_run(label, n, run, args.quiet)
         print(f"\nload average {_load()}")
         print(summary(found))
-    finally:
-        broker.stop()
-        if args.keep:
-            print(f"kept {root}")
-        else:
-            shutil.rmtree(root, ignore_errors=True)
     return 0
 
 

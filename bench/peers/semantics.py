@@ -23,11 +23,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from bench.peers.backlog import write_workload_backlog
 from bench.peers.engines import BATCH, Engine, Platform, RunSpec, Spark
-from bench.peers.producing import LogWriter, recreate_topics, write_backlog
-from bench.peers.reference import reference_for
 from bench.peers.runs import cold_run, work_dir
-from bench.peers.workloads import WITH_LATE, make
+from bench.peers.workloads import WITH_LATE
 from streaming.settings import Settings
 
 WORKLOADS = ("fraud", "spend", "clicks")
@@ -47,12 +46,8 @@ def run(
     bootstrap = settings.kafka.bootstrap_servers
     found: dict[str, Any] = {}
     for name in (w for w in WORKLOADS if w in workloads):
-        workload = make(name, keys, seed, WITH_LATE)
-        recreate_topics(settings, workload.topics)
-        reference = reference_for(name)
-        writer = LogWriter(bootstrap, reference.add)
-        write_backlog(writer, workload, events)
-        expected, late = reference.table(), set(reference.late)
+        backlog = write_workload_backlog(settings, name, keys, seed, events, WITH_LATE)
+        workload, expected, late = backlog.workload, backlog.expected, set(backlog.reference.late)
         print(
             f"  {name}: {events:,} records, {len(late):,} late by the reference, "
             f"{len(expected):,} rows expected",
@@ -72,7 +67,7 @@ def run(
             for variant, label in variants:
                 run_id = f"sem-{name}-{variant.name}-{len(runs)}"
                 spec = RunSpec(workload, run_id, work_dir(root, run_id), bootstrap, False)
-                result = cold_run(variant, spec, settings, writer.written, expected)
+                result = cold_run(variant, spec, settings, backlog.written, expected)
                 outcome = {"verdict": result["verdict"]}
                 if isinstance(variant, Platform):
                     outcome["dead_lettered_late"] = _late_dead_letters(variant, spec, late)

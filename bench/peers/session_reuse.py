@@ -19,21 +19,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import psutil
 
+from bench.peers.backlog import private_broker, write_workload_backlog
 from bench.peers.outputs import compare, read_delta
-from bench.peers.producing import LogWriter, recreate_topics, write_backlog
-from bench.peers.reference import reference_for
-from bench.peers.workloads import IN_ORDER, WITHIN_GRACE, make
 from streaming.settings import REPO_ROOT
 
 
@@ -61,24 +57,12 @@ def child(pipeline_name: str, homes: list[Path]) -> None:
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
-    from kappa.broker import EmbeddedBroker
-    from kappa.testing.settings import private_settings
-
-    root = Path(tempfile.mkdtemp(prefix="kappa-reuse-"))
-    settings = private_settings(root / "broker-home", full_jit=True, **{"broker.heap": "1g"})
-    broker = EmbeddedBroker(settings)
-    broker.start()
     cold: list[float] = []
     warm: list[float] = []
     loads: list[float] = []
-    try:
-        disorder = WITHIN_GRACE if args.workload == "spend" else IN_ORDER
-        workload = make(args.workload, args.keys, 1, disorder)
-        recreate_topics(settings, workload.topics)
-        reference = reference_for(args.workload)
-        writer = LogWriter(settings.kafka.bootstrap_servers, reference.add)
-        write_backlog(writer, workload, args.events)
-        expected = reference.table()
+    with private_broker("kappa-reuse-") as (root, settings):
+        backlog = write_workload_backlog(settings, args.workload, args.keys, 1, args.events)
+        workload, expected = backlog.workload, backlog.expected
         env = {**os.environ, "KAFKA_BOOTSTRAP_SERVERS": settings.kafka.bootstrap_servers}
         for n in range(args.processes):
             homes = [str(root / f"p{n}-d{i}") for i in range(args.deployments)]
@@ -103,9 +87,6 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                 took = (cold if i == 0 else warm)[-1]
                 print(f"process {n} deployment {i}: {took:.1f} s ({what}), output SAME")
             loads.append(os.getloadavg()[0])
-    finally:
-        broker.stop()
-        shutil.rmtree(root, ignore_errors=True)
     return {"cold": cold, "warm": warm, "loads": loads}
 
 
