@@ -135,14 +135,7 @@ def fraud_events(
                 "updated_at": t,
             }
         else:
-            value = {
-                "txn_id": f"t{seed}-{i}",
-                "customer_id": cid,
-                "amount": round(rng.uniform(0.01, 500), 2),
-                "currency": "EUR",
-                "country": country,
-                "ts": t,
-            }
+            value = _transaction(rng, f"t{seed}-{i}", cid, country, t)
         topic = "customers" if "updated_at" in value else "transactions"
         out.append(Out(topic, cid.encode(), json.dumps(value).encode(), timestamp=t))
     return out
@@ -165,16 +158,22 @@ def payments(
         cid = f"p{rng.randrange(customers):03d}"
         draw = rng.random()
         country = home[cid] if draw < 0.75 else rng.choice(["PT", "NL"] if draw < 0.85 else abroad)
-        value = {
-            "txn_id": f"t{seed}-{i}",
-            "customer_id": cid,
-            "amount": round(rng.uniform(0.01, 500), 2),
-            "currency": "EUR",
-            "country": country,
-            "ts": t,
-        }
+        value = _transaction(rng, f"t{seed}-{i}", cid, country, t)
         out.append(Out("transactions", cid.encode(), json.dumps(value).encode(), timestamp=t))
     return out
+
+
+def _transaction(rng: random.Random, txn_id: str, cid: str, country: str, ts: int) -> dict:
+    """A transaction's value, its amount drawn from ``rng``."""
+    amount = round(rng.uniform(0.01, 500), 2)
+    return {
+        "txn_id": txn_id,
+        "customer_id": cid,
+        "amount": amount,
+        "currency": "EUR",
+        "country": country,
+        "ts": ts,
+    }
 
 
 def clickstream(n: int, seed: int, users: int = 30, start_ms: int = 1_700_000_000_000) -> list[Out]:
