@@ -55,6 +55,32 @@ def empty_clock() -> pa.Table:
     return with_key(_SCHEMA.empty_table(), _KEY)
 
 
+def dead_letters(
+    name: str,
+    partitions: pa.Array | np.ndarray,
+    offsets: pa.Array | np.ndarray,
+    reason: str,
+    event_times: pa.Array | np.ndarray,
+    stream_times: pa.Array | np.ndarray | None = None,
+) -> pa.Table:
+    """Records of input ``name`` set aside for ``reason`` (DEAD_LETTER_SCHEMA); the stream
+    time each was judged against, when there was one."""
+    count = len(offsets)
+    return pa.table(
+        {
+            "input": pa.array([name] * count, pa.string()),
+            "partition": pa.array(partitions, pa.int32()),
+            "offset": pa.array(offsets, pa.int64()),
+            "reason": pa.array([reason] * count, pa.string()),
+            "event_time": pa.array(event_times, pa.int64()),
+            "stream_time": pa.nulls(count, pa.int64())
+            if stream_times is None
+            else pa.array(stream_times, pa.int64()),
+        },
+        schema=DEAD_LETTER_SCHEMA,
+    )
+
+
 def empty_dead_letters() -> pa.Table:
     """A dead-letter table with no rows."""
     return DEAD_LETTER_SCHEMA.empty_table()
@@ -225,17 +251,7 @@ def _split(
     applied = keep & ~late
     dead = None
     if late.any():
-        dead = pa.table(
-            {
-                "input": pa.array([name] * int(late.sum()), pa.string()),
-                "partition": pa.array(partitions[late], pa.int32()),
-                "offset": pa.array(offsets[late], pa.int64()),
-                "reason": pa.array([LATE] * int(late.sum()), pa.string()),
-                "event_time": pa.array(times[late], pa.int64()),
-                "stream_time": pa.array(prior[late], pa.int64()),
-            },
-            schema=DEAD_LETTER_SCHEMA,
-        )
+        dead = dead_letters(name, partitions[late], offsets[late], LATE, times[late], prior[late])
     if applied.all():
         return table, dead
     return table.filter(applied), dead

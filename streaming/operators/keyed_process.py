@@ -43,8 +43,8 @@ from streaming.operators.emitted_rows import (
 from streaming.operators.errors import BatchError, OperatorConfigError
 from streaming.operators.event_time import (
     CLOCK,
-    DEAD_LETTER_SCHEMA,
     arrive,
+    dead_letters,
     empty_clock,
     empty_dead_letters,
 )
@@ -154,16 +154,12 @@ class KeyedProcess:
         if not null.any():
             return records, empty_dead_letters()
         bad = records.filter(pa.array(null))
-        letters = pa.table(
-            {
-                "input": pa.array([source.name] * bad.num_rows, pa.string()),
-                "partition": bad.column(PARTITION).cast(pa.int32()),
-                "offset": bad.column(OFFSET).cast(pa.int64()),
-                "reason": pa.array([NULL_KEY] * bad.num_rows, pa.string()),
-                "event_time": bad.column(TIME).cast(pa.int64()),
-                "stream_time": pa.nulls(bad.num_rows, pa.int64()),
-            },
-            schema=DEAD_LETTER_SCHEMA,
+        letters = dead_letters(
+            source.name,
+            bad.column(PARTITION).cast(pa.int32()).combine_chunks(),
+            bad.column(OFFSET).cast(pa.int64()).combine_chunks(),
+            NULL_KEY,
+            bad.column(TIME).cast(pa.int64()).combine_chunks(),
         )
         return records.filter(pa.array(~null)), letters
 
