@@ -22,7 +22,6 @@ import psutil
 from dagster import (
     AssetExecutionContext,
     AssetObservation,
-    DagsterExecutionInterruptedError,
     Failure,
     MaterializeResult,
     MetadataValue,
@@ -90,17 +89,12 @@ def run_deployment(
                 yield from relay.drain(session.get_custom_messages())
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     proc.wait(timeout=1.0)
-        except DagsterExecutionInterruptedError:
-            context.log.info(f"{deployment.id}: run terminated, stopping at a batch boundary")
-            code = stop_process_tree(proc)
-            # Exit code 0 after SIGINT is the job's own clean stop at a batch boundary; anything
-            # else (-9) means it had to be killed, which the record must not hide.
-            context.log.info(f"{deployment.id}: streaming process exited with code {code}")
-            _report_state(context, relay, STOPPED, exit_code=code)
-            raise
         finally:
+            # The run's termination arrives either here, as DagsterExecutionInterruptedError, or
+            # (when it lands while Dagster handles a yielded event) as this generator's close:
+            # both leave the job running, and both must stop it and record the stop.
             if proc.poll() is None:
-                stop_process_tree(proc)
+                _stop_and_record(context, relay, proc)
         yield from relay.drain(session.get_custom_messages())
         _raise_for_exit(context, proc.returncode, deployment, log_file, relay)
     final = relay.final()
@@ -108,6 +102,18 @@ def run_deployment(
         yield MaterializeResult(metadata=final)
     else:
         _end_without_materializing(context)
+
+
+def _stop_and_record(
+    context: AssetExecutionContext, relay: DeploymentRelay, proc: subprocess.Popen[bytes]
+) -> None:
+    deployment = relay.deployment
+    context.log.info(f"{deployment.id}: run terminated, stopping at a batch boundary")
+    code = stop_process_tree(proc)
+    # Exit code 0 after SIGINT is the job's own clean stop at a batch boundary; anything else
+    # (-9) means it had to be killed, which the record must not hide.
+    context.log.info(f"{deployment.id}: streaming process exited with code {code}")
+    _report_state(context, relay, STOPPED, exit_code=code)
 
 
 def _end_without_materializing(context: AssetExecutionContext) -> None:
