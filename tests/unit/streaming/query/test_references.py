@@ -34,3 +34,21 @@ def test_strings_comments_columns_and_other_names_are_not_tables():
 def test_a_quoted_name_may_carry_a_version_with_dots():
     sql = 'SELECT count(*) FROM "customers@v1.2"'
     assert table_refs(sql, PIPELINES) == (sql, [TableRef("customers", "v1.2")])
+
+
+def test_aliases_columns_and_common_table_expressions_named_like_pipelines_are_not_tables():
+    sql = """
+        WITH fraud_alerts AS (SELECT customer_id FROM transactions_enriched)
+        SELECT customers.customers FROM other AS customers
+        JOIN fraud_alerts f USING (customer_id)
+        WHERE customer_id IN (SELECT customer_id FROM customers@v2)
+    """
+    rewritten, refs = table_refs(sql, PIPELINES)
+    assert refs == [TableRef("transactions_enriched"), TableRef("customers", "v2")]
+    assert 'FROM "customers@v2")' in rewritten
+
+
+def test_text_the_parser_does_not_know_reads_every_pipeline_it_mentions():
+    # Not SQL sqlglot parses: the engine judges it, with every table it might read registered.
+    sql = "SELECT customers FROM fraud_alerts WHERE (("
+    assert table_refs(sql, PIPELINES)[1] == [TableRef("customers"), TableRef("fraud_alerts")]
