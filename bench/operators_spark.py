@@ -5,8 +5,8 @@ running as tasks on the executors, against the hand-rolled Python baseline on th
     make bench-operators ARGS="--spark --events 20000 --runs 1 --workloads spend"
 
 One embedded broker. Per workload (``fraud``: ``transactions_enriched``, the as-of join;
-``spend``: ``spend_hourly``, 1-hour windows with grace; ``clicks``: ``clicks_enriched``, the
-interval join) the backlog is written once (``bench/peers/producing.py``), then in turn, the
+``spend``: ``spend_hourly``, 1-hour windows with grace; ``clicks``: ``clicks_last_search``,
+the interval join) the backlog is written once (``bench/peers/producing.py``), then in turn, the
 order rotating each repeat:
 
 - the baseline (``bench/operators_consumer.py``): one Python process consuming the topics with

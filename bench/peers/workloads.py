@@ -217,7 +217,7 @@ class ClickSearch(Workload):
     later: the broker refuses timestamps more than an hour ahead of its clock.)"""
 
     name = "clicks"
-    pipeline = "clicks_enriched"
+    pipeline = "clicks_last_search"
     topics = ("searches", "clicks")
     step_ms = 50
     description = "click-search join: each click with the user's latest search in 10 min before"

@@ -123,10 +123,10 @@ def spend_hourly_reference(
     return rows, late
 
 
-def clicks_reference(
+def clicks_last_search_reference(
     records: list[Stamped], prefix: Prefix, before_ms: int = 600_000
 ) -> tuple[dict[str, dict[str, Any]], set[tuple[str, int, int]]]:
-    """clicks_enriched on ``prefix``: each click (the greatest (ts, partition, offset) per
+    """clicks_last_search on ``prefix``: each click (the greatest (ts, partition, offset) per
     click_id) with the query of the same user's search of greatest (ts, partition, offset) with
     ts in [click ts - 10 min, click ts]; and the late records."""
     clicks, late_c = on_time([r for r in records if r.topic == "clicks"], prefix, _txn_time)

@@ -1,4 +1,4 @@
-"""clicks_enriched (a stream-stream join within 10 minutes, latest match) against the embedded
+"""clicks_last_search (a stream-stream join within 10 minutes, latest match) against the embedded
 broker and a real SparkSession, compared with a plain-Python evaluation at every commit and
 across batch caps and SIGKILLs; exactly the late records are dead-lettered as ``late``."""
 
@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from kappa.testing.enrichment import clicks_reference
+from kappa.testing.enrichment import clicks_last_search_reference
 from kappa.testing.producing import clickstream, send
 from kappa.testing.reference import replay_stamped
 from tests.integration.helpers import check_commits, kill_twice_mid_run, run_until_caught_up
 
 pytestmark = pytest.mark.integration
 
-NAME = "clicks_enriched"
+NAME = "clicks_last_search"
 TOPICS = ["clicks", "searches"]
 
 
@@ -28,7 +28,7 @@ def test_clicks_equal_the_reference_at_every_commit_whatever_the_batching(spark,
     for version, cap, every in (("cap1", 997, 20), ("cap997", 997, 1), ("whole", 250_000, 1)):
         run_until_caught_up(spark, settings, NAME, version=version, max_offsets_per_trigger=cap)
         _, final = check_commits(
-            settings, NAME, version, records, clicks_reference, "click_id", every
+            settings, NAME, version, records, clicks_last_search_reference, "click_id", every
         )
         finals.append(final)
     assert finals[0] == finals[1] == finals[2]
@@ -42,4 +42,4 @@ def test_sigkills_mid_run_then_resume_equal_the_reference(spark, settings, broke
     assert 3 <= first < second < 25
     run_until_caught_up(spark, settings, NAME, max_offsets_per_trigger=500)
     records = replay_stamped(settings.kafka.bootstrap_servers, TOPICS)
-    check_commits(settings, NAME, "v1", records, clicks_reference, "click_id")
+    check_commits(settings, NAME, "v1", records, clicks_last_search_reference, "click_id")

@@ -1,4 +1,4 @@
-"""clicks_enriched: every click with the query of the same user's latest search in the 10 minutes
+"""clicks_last_search: every click with the query of the same user's latest search in the 10 minutes
 before it (null when there is none). A search arriving late within grace re-enriches the clicks
 it precedes."""
 
@@ -21,7 +21,7 @@ PLAN = CLICKS.stream().join_latest_within(
 )
 
 PIPELINE = Pipeline(
-    name="clicks_enriched",
+    name="clicks_last_search",
     version=VERSION,
     plan=PLAN,
     description="Each click with the user's latest search query in the 10 minutes before it.",
