@@ -15,12 +15,15 @@
 
 The function gets each record as a dict of its value columns and the key's state
 (``streaming.operators.keyed_state.KeyState``: the declared values, maps and lists as
-attributes, ``key``, ``time``, ``input``, ``timers``) and returns None, a row (a dict),
-``Delete(**key)`` or an iterable of them. A ``timer`` function gets the timer's time and the
+attributes, ``key``, ``time``, ``input``, ``tombstone``, ``timers``) and returns None, a row (a
+dict), ``Delete(**key)`` or an iterable of them. A ``timer`` function gets the timer's time and the
 state. The platform calls them per key in event-time order and replays a key's records within
 grace when an earlier one arrives, so the table is the function's result on every log prefix:
 write it as if records came in order, and deterministic (a replay must emit what the first run
 did). An output row belongs to one key of ``by``: two keys emitting one output key is an error.
+An input whose topic is a changelog (``tombstones="delete"``) is read as its stream of changes:
+a tombstone comes at its record timestamp, with its value columns null and ``state.tombstone``
+set.
 """
 
 from __future__ import annotations

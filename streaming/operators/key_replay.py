@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 import pyarrow as pa
 
+from streaming.operators.batch import DELETE
 from streaming.operators.errors import BatchError
 from streaming.operators.keyed_state import KeyData, KeyState, StateSpec, decode, encode, expire
 
@@ -129,7 +130,7 @@ def replay(
     state = KeyState(function.state, speculative, key)
     current: list[Emission] = []
     for event in kept:
-        state.at(event.time, event.source)
+        state.at(event.time, event.source, _tombstone(event))
         result = _call(function, key, event, lambda e=event: function.process(_record(e), state))
         current += _emissions(function, result)
     # The key must be replayed once the horizon reaches a timer of its base, or one its
@@ -161,7 +162,7 @@ def _fold(
             result = _call(function, key, due, lambda t=due: function.on_timer(t, state))
             out += _emissions(function, result)
         elif event is not None:
-            state.at(event.time, event.source)
+            state.at(event.time, event.source, _tombstone(event))
             record = _record(event)
             result = _call(function, key, event, lambda r=record: function.process(r, state))
             out += _emissions(function, result)
@@ -186,6 +187,11 @@ def _call(
             where = f"its timer at {at}"
         msg = f"{function.name} raised {type(exc).__name__}: {exc}, on key {dict(key)} at {where}"
         raise BatchError(msg) from exc
+
+
+def _tombstone(event: Event) -> bool:
+    """Whether the record is a changelog input's tombstone (``_delete`` set)."""
+    return bool(event.record.get(DELETE))
 
 
 def _record(event: Event) -> Row:

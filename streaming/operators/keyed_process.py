@@ -1,10 +1,11 @@
 """The stateful-function operator: a function over per-key state, exact on every log prefix.
 
 Its inputs are streams, checked for lateness against their partitions' stream time like every
-operator's. Records are grouped by the ``by`` columns (a record whose key is null belongs to no
-key and is dead-lettered as ``null key``) and each touched key is replayed
-(``streaming.operators.key_replay``); what its rows became is settled against the rows it
-emitted before (``streaming.operators.emitted_rows``).
+operator's; a changelog input is read as the stream of its changes, a tombstone (at its record
+timestamp) reaching the function as its key columns with ``state.tombstone`` set. Records are
+grouped by the ``by`` columns (a record whose key is null belongs to no key and is dead-lettered
+as ``null key``) and each touched key is replayed (``streaming.operators.key_replay``); what its
+rows became is settled against the rows it emitted before (``streaming.operators.emitted_rows``).
 
 State tables: ``clock`` (the inputs' partitions), ``keys`` (per key its base state as JSON, its
 boundary and its next timer), ``buffer.<input>`` (the records at or above a key's boundary),
@@ -88,9 +89,6 @@ class KeyedProcess:
         names = self._names()
         if not names or len(set(names)) != len(names):
             msg = f"{self.function.name}: its inputs {names} must be at least one, all distinct"
-            raise OperatorConfigError(msg)
-        if any(s.changelog for s in self.sources):
-            msg = f"{self.function.name}: reads streams; read a changelog with join_as_of"
             raise OperatorConfigError(msg)
         missing = [c for c in self.function.key if c not in self.function.output.names]
         if missing:

@@ -24,7 +24,7 @@ from streaming.operators.errors import BatchError, OperatorConfigError
 SCALARS: tuple[type, ...] = (int, float, str, bool, Decimal)
 """Value types; ``dict`` and ``list`` hold JSON-like values (str keys, scalars, nesting)."""
 TYPES: tuple[type, ...] = (*SCALARS, dict, list)
-RESERVED = frozenset({"key", "time", "input", "timers"})
+RESERVED = frozenset({"key", "time", "input", "tombstone", "timers"})
 
 
 def _ttl_ms(ttl: timedelta | None, what: str) -> int | None:
@@ -292,7 +292,8 @@ class KeyData:
 class KeyState:
     """What a function sees of its key: the declared state as attributes, ``key`` (the key
     columns' values), ``time`` (the current event time), ``input`` (the input the current
-    record came from; None in a timer) and ``timers``."""
+    record came from; None in a timer), ``tombstone`` (whether the current record is a
+    changelog input's tombstone: its value columns are null) and ``timers``."""
 
     def __init__(
         self, specs: Mapping[str, StateSpec], data: KeyData, key: Mapping[str, Any]
@@ -300,6 +301,7 @@ class KeyState:
         self._clock = Clock()
         self.key = dict(key)
         self.input: str | None = None
+        self.tombstone = False
         self.timers = Timers(data.timers, self._clock)
         self._handles: dict[str, Any] = {}
         for name, spec in specs.items():
@@ -316,10 +318,11 @@ class KeyState:
     def time(self) -> int:
         return self._clock.now
 
-    def at(self, time: int, source: str | None) -> None:
+    def at(self, time: int, source: str | None, tombstone: bool = False) -> None:
         """Move to the event at ``time`` (from input ``source``; None for a timer)."""
         self._clock.now = time
         self.input = source
+        self.tombstone = tombstone
 
     def __getattr__(self, name: str) -> Any:
         handles = self.__dict__.get("_handles", {})

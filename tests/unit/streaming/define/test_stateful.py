@@ -113,3 +113,44 @@ def test_a_record_without_a_key_is_dead_lettered_with_its_reason() -> None:
     assert step.changes.column("id").to_pylist() == ["a"]
     [letter] = step.dead_letters.to_pylist()
     assert (letter["offset"], letter["reason"]) == (1, "null key")
+
+
+PROFILES = Topic(
+    "profiles",
+    key="k",
+    value_schema="k string, name string, at bigint",
+    time="at",
+    tombstones="delete",
+)
+
+
+def test_a_changelog_input_is_read_as_its_changes_a_tombstone_at_its_record_timestamp() -> None:
+    @stateful(by="k", key="id", emits="id string, name string", state={"name": Value(str)})
+    def named(record: dict[str, Any], state: Any) -> dict[str, Any] | None:
+        if state.input == "profiles":
+            if state.tombstone:
+                assert record == {"k": "k1", "name": None, "at": None}
+                state.name.clear()
+            else:
+                state.name.set(record["name"])
+            return None
+        return {"id": record["id"], "name": state.name.get()}
+
+    operator = PROFILES.stream().process(named, ORDERS.stream()).operator
+    profiles = {
+        "_partition": pa.array([0, 0], pa.int32()),
+        "_offset": pa.array([0, 1], pa.int64()),
+        "_timestamp": pa.array([50, 150], pa.int64()),
+        "_delete": pa.array([False, True]),
+        "k": pa.array(["k1", "k1"]),
+        "name": pa.array(["ada", None]),
+        "at": pa.array([50, None], pa.int64()),
+    }
+    orders = _batch(ROWS)
+    batch = Batch(
+        {"profiles": pa.table(profiles), **orders.records},
+        {"profiles": {0: 2}, **orders.ends},
+    )
+    step = operator.step(operator.initial_state(), batch)
+    rows = {r["id"]: r["name"] for r in step.changes.select(["id", "name"]).to_pylist()}
+    assert rows == {"a": "ada", "b": None}
