@@ -1,5 +1,5 @@
 """The demo domain, the seeds' example applications: customer profiles and transactions (fraud
-detection), searches and clicks, and stock trades.
+detection), shop users' profiles, searches and clicks (click-stream enrichment), and stock trades.
 
 :func:`events` is a pure, deterministic generator: the same seed and start time give the same
 events. :func:`produce` sends them to Kafka, optionally at a fixed rate.
@@ -7,6 +7,7 @@ events. :func:`produce` sends them to Kafka, optionally at a fixed rate.
 
 from __future__ import annotations
 
+import heapq
 import json
 import random
 import time
@@ -24,12 +25,22 @@ CUSTOMERS_TOPIC = "customers"
 TRANSACTIONS_TOPIC = "transactions"
 SEARCHES_TOPIC = "searches"
 CLICKS_TOPIC = "clicks"
+PROFILES_TOPIC = "profiles"
 TRADES_TOPIC = "trades"
-TOPICS = (CUSTOMERS_TOPIC, TRANSACTIONS_TOPIC, SEARCHES_TOPIC, CLICKS_TOPIC, TRADES_TOPIC)
+TOPICS = (
+    CUSTOMERS_TOPIC,
+    TRANSACTIONS_TOPIC,
+    SEARCHES_TOPIC,
+    CLICKS_TOPIC,
+    PROFILES_TOPIC,
+    TRADES_TOPIC,
+)
 # Two tickers per partition of a 4-partition topic (Kafka's murmur2 of the key): a window is final
 # once every partition's stream time passed it, so no partition may stay without trades.
 TICKERS = ("ACME", "BLUTH", "GLOBX", "HOOLI", "OSCORP", "SOYL", "STARK", "WAYNE")
 TWO_HOURS_MS = 7_200_000
+GENDERS = ("f", "m", "x")
+ZIP_CODES = tuple(f"{10_000 + 2_371 * n:05d}" for n in range(40))
 QUERIES = ("running shoes", "laptop", "coffee grinder", "tent", "headphones", "desk lamp")
 COUNTRIES = ("DE", "FR", "NL", "ES", "IT", "PL", "SE", "GB", "US", "CA", "BR", "JP", "IN", "AU")
 CURRENCIES = {
@@ -111,19 +122,22 @@ def events(
     Event times advance by ``step_ms``; a share ``out_of_order`` of events is 1 s to 5 min older
     (a late delivery within the pipelines' 10-minute grace) and a share ``beyond_grace`` 15 to 30
     minutes older (late: dead-lettered by the stateful pipelines). Every record's timestamp is its
-    event time. A share ``clickstream_share`` are searches and clicks of shop users. Besides,
+    event time. A share ``clickstream_share`` are searches and clicks of shop users, with their
+    profiles and the clicks that follow searches (:class:`_Shop`). Besides,
     with ``trade_share`` per step a stock trade (its own random stream, so the other events do
     not depend on it), and with ``late_burst_rate`` per trade a burst of 20 trades two hours old
     after it (a producer coming back from an outage).
     """
     rng = random.Random(seed)
     market = _Market(random.Random(f"trades-{seed}"), seed)
+    shop = _Shop(random.Random(f"shop-{seed}"), seed)
     now = int(time.time() * 1000) if start_ms is None else start_ms
     home: dict[str, str] = {}
     i = 0
     while True:
         ts = now + i * step_ms
         i += 1
+        yield from shop.due(ts)
         yield from market.step(i, ts, trade_share, late_burst_rate, out_of_order, beyond_grace)
         delay = rng.random()
         if delay < out_of_order:
@@ -131,7 +145,7 @@ def events(
         elif delay < out_of_order + beyond_grace:
             ts -= rng.randrange(900_000, 1_800_000)
         if rng.random() < clickstream_share:
-            yield _clickstream(rng, i, ts, seed)
+            yield from shop.around(_clickstream(rng, i, ts, seed), i)
             continue
         cid = f"c{rng.randrange(customers):06d}"
         if rng.random() < profile_share or cid not in home:
@@ -171,6 +185,52 @@ def _clickstream(rng: random.Random, i: int, ts: int, seed: int) -> Event:
     click = {"click_id": f"k{seed}-{i:010d}", "user_id": user, "ts": ts}
     click["url"] = f"https://shop.example/p/{rng.randrange(1000)}"
     return Event(CLICKS_TOPIC, user, _json(click), ts)
+
+
+class _Shop:
+    """What surrounds the shop users' searches and clicks, from its own random stream (so the
+    other events do not depend on it): a user's profile when first seen, now and then a new
+    version (a fifth of them 1 s to 5 min out of order) or a deletion, and after half the
+    searches a click on a result within the second, sent once its event time comes."""
+
+    def __init__(self, rng: random.Random, seed: int) -> None:
+        self.rng, self.seed = rng, seed
+        self.profiled: set[str] = set()
+        self.follow_ups: list[tuple[int, int, Event]] = []  # (event time, step, click)
+
+    def due(self, now: int) -> Iterator[Event]:
+        while self.follow_ups and self.follow_ups[0][0] <= now:
+            yield heapq.heappop(self.follow_ups)[2]
+
+    def around(self, event: Event, i: int) -> Iterator[Event]:
+        rng, user, ts = self.rng, event.key, event.timestamp or 0
+        draw = rng.random()
+        if user not in self.profiled:
+            self.profiled.add(user)
+            yield self._profile(user, ts)
+        elif draw < 0.005:
+            self.profiled.discard(user)
+            yield Event(PROFILES_TOPIC, user, None, ts)
+        elif draw < 0.04:
+            late = rng.random() < 0.2
+            yield self._profile(user, ts - rng.randrange(1_000, 300_000) if late else ts)
+        yield event
+        if event.topic == SEARCHES_TOPIC and rng.random() < 0.5:
+            at = ts + rng.randrange(1_000)
+            click = {"click_id": f"k{self.seed}-{i:010d}r", "user_id": user, "ts": at}
+            click["url"] = f"https://shop.example/p/{rng.randrange(1000)}"
+            heapq.heappush(self.follow_ups, (at, i, Event(CLICKS_TOPIC, user, _json(click), at)))
+
+    def _profile(self, user: str, ts: int) -> Event:
+        rng = self.rng
+        profile = {
+            "user_id": user,
+            "age": rng.randrange(16, 90),
+            "gender": rng.choice(GENDERS),
+            "zip_code": rng.choice(ZIP_CODES),
+            "updated_at": ts,
+        }
+        return Event(PROFILES_TOPIC, user, _json(profile), ts)
 
 
 class _Market:

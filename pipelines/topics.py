@@ -32,6 +32,15 @@ SEARCHES = Topic(
     required=("query",),
 )
 
+PROFILES = Topic(
+    "profiles",
+    key="user_id",
+    value_schema="user_id string, age bigint, gender string, zip_code string, updated_at bigint",
+    time="updated_at",
+    tombstones="delete",
+    required=("age", "gender", "zip_code"),
+)
+
 CLICKS = Topic(
     "clicks",
     key="user_id",

@@ -108,7 +108,7 @@ def test_demo_produce_sends_exactly_count_events_that_the_pipelines_read(setting
     produced = kappa(settings, "demo", "produce", "--count", "600", "--seed", "7")
     assert produced.returncode == 0, produced.stderr[-3000:]
     assert f"produced 600 events to {settings.kafka.bootstrap_servers}" in produced.stdout
-    topics = ("customers", "transactions", "searches", "clicks", "trades")
+    topics = ("customers", "transactions", "searches", "clicks", "profiles", "trades")
     log = {t: replay(settings.kafka.bootstrap_servers, t) for t in topics}
     assert sum(len(records) for records in log.values()) == 600
     assert all(log[t] for t in topics)  # the demo mixes every kind

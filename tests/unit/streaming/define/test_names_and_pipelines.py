@@ -84,7 +84,7 @@ def test_demo_events_are_deterministic_per_seed():
     assert take(1) == take(1)
     assert take(1) != take(2)
     sample = take(3)
-    topics = {"customers", "transactions", "searches", "clicks", "trades"}
+    topics = {"customers", "transactions", "searches", "clicks", "profiles", "trades"}
     assert {e.topic for e in sample} == topics
     assert any(e.value is None for e in sample if e.topic == "customers")
 
