@@ -56,8 +56,10 @@ def table_rows(settings: Settings, name: str, version: str = "v1") -> dict[str, 
     return table_state(read_arrow(path).to_pylist(), pipeline.table.key)
 
 
-def committed_batches(settings: Settings, name: str, version: str = "v1") -> int:
-    """How many commits the version's table has (0 before it exists)."""
+def committed_batches(settings: Settings, name: str, version: str | None = None) -> int:
+    """How many commits the version's table has (0 before it exists); by default the version
+    the registered pipeline declares (the one ``python -m streaming run NAME`` runs)."""
+    version = version or get_pipeline(settings.pipelines, name).version
     try:
         return len(commits(Deployment(name, version, settings.home).table_path))
     except FileNotFoundError:
