@@ -194,6 +194,47 @@ def clickstream(n: int, seed: int, users: int = 30, start_ms: int = 1_700_000_00
     return out
 
 
+def clickstream_with_profiles(
+    n: int, seed: int, users: int = 30, start_ms: int = 1_700_000_000_000, step_ms: int = 5_000
+) -> list[Out]:
+    """``n`` groups of events of ``users`` users, one group per ``step_ms`` of event time, keyed
+    by user, each record's timestamp its event time; whole groups out of order as
+    :func:`_shifted` says. A group is a profile update (15%) or a click with 0 to 3 searches of
+    the same user before it, sent in shuffled order. A search is at the click's millisecond, 1 s
+    before it (both within the second), 1 ms too early, or anywhere between. A tenth of the
+    profile updates are deletions; a fifth of them are at the user's previous click's event
+    time, and a tenth come twice at one event time (the later offset wins)."""
+    rng = random.Random(seed)
+    out: list[Out] = []
+    last_click: dict[str, int] = {}
+    for i in range(n):
+        t = _shifted(rng, start_ms + i * step_ms)
+        user = f"u{rng.randrange(users):03d}"
+        key = user.encode()
+        if rng.random() < 0.15:
+            if rng.random() < 0.2:
+                t = last_click.get(user, t)
+            for _ in range(2 if rng.random() < 0.1 else 1):
+                value = None
+                if rng.random() >= 0.1:
+                    profile = {"user_id": user, "age": rng.randrange(16, 90), "updated_at": t}
+                    profile.update(gender=rng.choice("fmx"), zip_code=f"{rng.randrange(99):05d}")
+                    value = json.dumps(profile).encode()
+                out.append(Out("profiles", key, value, timestamp=t))
+            continue
+        group = []
+        for _ in range(rng.choice((0, 0, 1, 1, 2, 3))):
+            at = t - rng.choice((0, 1_000, 1_001, rng.randrange(1, 1_000), rng.randrange(1, 1_000)))
+            search = {"user_id": user, "query": f"q{rng.randrange(50)}", "ts": at}
+            group.append(Out("searches", key, json.dumps(search).encode(), timestamp=at))
+        click = {"click_id": f"k{seed}-{i}", "user_id": user, "url": f"/p/{i}", "ts": t}
+        group.append(Out("clicks", key, json.dumps(click).encode(), timestamp=t))
+        last_click[user] = t
+        rng.shuffle(group)
+        out += group
+    return out
+
+
 def _shifted(rng: random.Random, t: int) -> int:
     """About 6% of events up to 9 minutes out of order (within a 10-minute grace), 1.5% 15-30
     minutes (late)."""

@@ -163,3 +163,54 @@ def fraud_by_history_reference(
                 }
             counts[place] = counts.get(place, 0) + 1
     return rows, late
+
+
+# click-stream enrichment
+
+PROFILE_COLUMNS = ("age", "gender", "zip_code")
+
+
+def clicks_enriched_reference(records: list[Stamped], prefix: Prefix) -> tuple[dict, Late]:
+    """clicks_enriched on ``prefix``: each click (per click_id the one of greatest (ts, partition,
+    offset)) with the user's profile version of greatest (event time, partition, offset) at or
+    before the click's ts (none when there is none or it is a deletion, whose event time is its
+    record timestamp), and the terms of the user's searches with ts in [ts - 1 s, ts] ordered by
+    (ts, partition, offset), as a JSON list (null when there are none) with their count. Rows by
+    click_id."""
+    profiles, late_p = _kept(records, prefix, "profiles", "updated_at")
+    searches, late_s = _kept(records, prefix, "searches", "ts")
+    clicks, late_c = _kept(records, prefix, "clicks", "ts")
+    versions: dict[str, list[tuple[int, int, int, dict[str, Any] | None]]] = {}
+    for r in profiles:
+        value = None if r.value is None else _value(r)
+        at = _time_of("updated_at")(r)
+        versions.setdefault(r.key.decode(), []).append((at, r.partition, r.offset, value))  # type: ignore[union-attr]
+    found: dict[str, list[tuple[int, int, int, str]]] = {}
+    for r in searches:
+        value = _value(r)
+        found.setdefault(r.key.decode(), []).append(  # type: ignore[union-attr]
+            (value["ts"], r.partition, r.offset, value["query"])
+        )
+    latest: dict[str, tuple[tuple[int, int, int], dict[str, Any]]] = {}
+    for r in clicks:
+        value = _value(r)
+        value["user_id"] = r.key.decode()  # type: ignore[union-attr]
+        rank = (value["ts"], r.partition, r.offset)
+        if value["click_id"] not in latest or latest[value["click_id"]][0] < rank:
+            latest[value["click_id"]] = (rank, value)
+    rows = {}
+    for click_id, (_, click) in latest.items():
+        user, t = click["user_id"], click["ts"]
+        before = [v for v in versions.get(user, []) if v[0] <= t]
+        profile = max(before, key=lambda v: v[:3])[3] if before else None
+        terms = [s[3] for s in sorted(s for s in found.get(user, []) if t - 1_000 <= s[0] <= t)]
+        rows[click_id] = {
+            "click_id": click_id,
+            "user_id": user,
+            "url": click["url"],
+            "ts": t,
+            **{c: None if profile is None else profile[c] for c in PROFILE_COLUMNS},
+            "search_terms": json.dumps(terms) if terms else None,
+            "search_count": len(terms),
+        }
+    return rows, late_p | late_s | late_c

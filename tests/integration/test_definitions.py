@@ -101,3 +101,7 @@ def test_lineage_runs_from_topics_through_tables_and_published_topics_to_reports
     assert parents["tables/stock_moving_avg"] == {"kafka/trades"}
     assert parents["tables/stock_stats_final"] == {"kafka/trades"}
     assert parents["kafka/stock_stats_final"] == {"tables/stock_stats_final"}
+    assert parents["kafka/profiles"] == set()
+    clicks = {"kafka/profiles", "kafka/searches", "kafka/clicks"}
+    assert parents["tables/clicks_enriched"] == clicks
+    assert parents["tables/clicks_last_search"] == {"kafka/searches", "kafka/clicks"}
