@@ -22,47 +22,38 @@ from pipelines.topics import CLICKS, PROFILES, SEARCHES
 from streaming.define import KeyState, ListOf, Pipeline, Value, stateful
 
 VERSION = "v2"
-WITHIN = timedelta(seconds=1)
 PROFILE = ("age", "gender", "zip_code")
-CLICK = ("click_id", "user_id", "url", "ts")
-ENRICHED = (
-    "click_id string, user_id string, url string, ts bigint, age bigint, gender string, "
-    "zip_code string, search_terms string, search_count bigint"
-)
+ENRICHED = "click_id string, user_id string, url string, ts bigint, age bigint, gender string, "
+ENRICHED += "zip_code string, search_terms string, search_count bigint"
+# A search at t is seen by the events before t + ttl: the clicks from t to t + 1 s.
+WITHIN = timedelta(seconds=1, milliseconds=1)
 
 
 @stateful(
     by="user_id",
     key="click_id",
     emits=ENRICHED,
-    # A search at t is seen by the events before t + ttl: the clicks at t to t + 1 s.
-    state={"profile": Value(dict), "searches": ListOf(str, ttl=WITHIN + timedelta(milliseconds=1))},
+    state={"profile": Value(dict), "searches": ListOf(str, ttl=WITHIN)},
 )
 def enrich(record: dict[str, Any], state: KeyState) -> dict[str, Any] | None:
-    if state.input == PROFILES.name:
-        if state.tombstone:
-            state.profile.clear()
-        else:
-            state.profile.set({c: record[c] for c in PROFILE})
-        return None
-    if state.input == SEARCHES.name:
+    if state.input == "profiles" and state.tombstone:
+        state.profile.clear()
+    elif state.input == "profiles":
+        state.profile.set({c: record[c] for c in PROFILE})
+    elif state.input == "searches":
         state.searches.append(record["query"])
-        return None
-    terms = state.searches.get()
-    return {
-        **{c: record[c] for c in CLICK},
-        **(state.profile.get() or dict.fromkeys(PROFILE)),
-        "search_terms": json.dumps(terms) if terms else None,
-        "search_count": len(terms),
-    }
+    else:
+        terms = state.searches.get()
+        click = {c: record[c] for c in ("click_id", "user_id", "url", "ts")}
+        profile = state.profile.get() or dict.fromkeys(PROFILE)
+        found = {"search_terms": json.dumps(terms) if terms else None, "search_count": len(terms)}
+        return {**click, **profile, **found}
+    return None
 
 
 PIPELINE = Pipeline(
     name="clicks_enriched",
     version=VERSION,
     plan=PROFILES.stream().process(enrich, SEARCHES.stream(), CLICKS.stream()),
-    description=(
-        "Each click with the user's profile as of the click and the terms of every search the "
-        "user made in the second before it."
-    ),
+    description="Each click with its user's profile and the search terms of the second before.",
 )
