@@ -54,7 +54,8 @@ def test_versions_become_partitions_and_the_declared_one_runs_on_its_own(
     first = sensor(build_sensor_context(instance=instance, resources=env))
     added = {r.partitions_def_name: r.partition_keys for r in first.dynamic_partitions_requests}
     # every registered pipeline's declared version becomes a partition of its table
-    assert added == {f"{name}_versions": ["v1"] for name in registry(settings.pipelines)}
+    declared = registry(settings.pipelines).items()
+    assert added == {f"{name}_versions": [pipeline.version] for name, pipeline in declared}
     assert first.run_requests == []  # nothing is live yet: v1 is launched from the asset page
     for name, keys in added.items():
         instance.add_dynamic_partitions(name, keys)
