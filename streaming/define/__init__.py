@@ -16,11 +16,11 @@ or a function the user writes over per-key state::
 
 The function sees each record as a dict and its key's state: ``Value``, ``MapOf`` and
 ``ListOf`` declarations (typed, each with an optional event-time ``ttl``), ``state.timers``
-(event-time timers, handled by ``timer=``), ``state.key``, ``state.time`` and ``state.input``.
-It returns None, a row, ``Delete(**key)`` or an iterable of them. The platform replays a key's
-records within grace when an earlier one arrives and corrects the rows it emitted, so the table
-is the function run in event-time order on every log prefix; late records go to the dead
-letters. See ``streaming.define.stateful``.
+(event-time timers, handled by ``timer=``), ``state.key``, ``state.time``, ``state.input`` and
+``state.tombstone`` (a changelog input's deletion). It returns None, a row, ``Delete(**key)``
+or an iterable of them. The platform replays a key's records within grace when an earlier one
+arrives and corrects the rows it emitted, so the table is the function run in event-time order
+on every log prefix; late records go to the dead letters. See ``streaming.define.stateful``.
 """
 
 from streaming.define.pipeline import Pipeline
