@@ -13,7 +13,10 @@ One embedded broker, one backlog (as ``make bench-peers`` writes it), cold runs 
   commit), the output complete; and the Python worker processes Spark started;
 - CPU seconds per role: the driver's Python, the Spark JVM, Spark's Python workers, sampled
   every 0.2 s (a process's last sample counts once it has exited);
-- peak RSS per role (the same samples);
+- peak RSS per role (the same samples), and the processes at the tree's peak: Spark's Python
+  processes by what they are (a worker daemon, a worker it forked, or the module Spark started),
+  with each one's RSS and their PSS (a forked worker's RSS counts the pages it shares with its
+  daemon; PSS divides them among the sharers);
 - with ``--py-spy``: the driver's and workers' Python, sampled by py-spy (``py-spy record``
   around the run), as the functions with the most samples (own and with callees);
 - with ``--event-log``: Spark's own timings from its event log, per stage (one per micro-batch):
@@ -21,7 +24,7 @@ One embedded broker, one backlog (as ``make bench-peers`` writes it), cold runs 
   of a task's time is mostly waiting on its Python worker).
 
 The output is checked against the reference, as in the benchmark. At the end: medians per variant
-(wall, first table commit, CPU, peak RSS of the tree).
+(wall, first table commit, CPU, peak RSS of the tree and its PSS at that peak).
 """
 
 from __future__ import annotations
@@ -59,6 +62,10 @@ class RoleSampler(threading.Thread):
         self.peak: dict[str, int] = collections.defaultdict(int)
         self.peak_total = 0
         self.started: dict[int, tuple[str, float]] = {}
+        self.java: set[int] = set()
+        # At the sample with the tree's highest RSS: (role or Python kind, RSS, PSS) per process.
+        # A forked worker shares its daemon's pages, which RSS counts in both; PSS splits them.
+        self.at_peak: list[tuple[str, int, int]] = []
         self._stop_event = threading.Event()
 
     def role(self, proc: psutil.Process) -> str:
@@ -69,6 +76,17 @@ class RoleSampler(threading.Thread):
             return "spark jvm"
         return "python workers" if "python" in name or "worker" in name else name
 
+    def kind(self, proc: psutil.Process) -> str:
+        """What a Python process of Spark's is: the worker daemon, a worker it forked, or the
+        module Spark started it with (a data source's planner, a streaming source's runner)."""
+        argv = proc.cmdline()
+        module = argv[argv.index("-m") + 1] if "-m" in argv[:-1] else proc.name()
+        if module != "pyspark.daemon":
+            return module
+        served = argv[-1]  # the worker module the daemon forks processes for
+        forked = proc.ppid() not in self.java
+        return f"{served} (forked)" if forked else f"daemon of {served}"
+
     def run(self) -> None:
         while not self._stop_event.is_set():
             try:
@@ -76,19 +94,26 @@ class RoleSampler(threading.Thread):
             except psutil.Error:
                 return
             rss: dict[str, int] = collections.defaultdict(int)
+            processes: list[tuple[str, int, int]] = []
             for proc in tree:
                 try:
                     role = self.role(proc)
                     times = proc.cpu_times()
-                    memory = proc.memory_info().rss
+                    memory = proc.memory_full_info()
+                    if role == "spark jvm":
+                        self.java.add(proc.pid)
+                    what = self.kind(proc) if role == "python workers" else role
                     self.started.setdefault(proc.pid, (role, proc.create_time()))
                 except psutil.Error:
                     continue
                 self.cpu[proc.pid] = (role, times.user + times.system)
-                rss[role] += memory
+                rss[role] += memory.rss
+                processes.append((what, memory.rss, memory.pss))
             for role, value in rss.items():
                 self.peak[role] = max(self.peak[role], value)
-            self.peak_total = max(self.peak_total, sum(rss.values()))
+            if sum(rss.values()) > self.peak_total:
+                self.peak_total = sum(rss.values())
+                self.at_peak = processes
             self._stop_event.wait(self.interval_s)
 
     def stop(self) -> None:
@@ -232,6 +257,7 @@ def profile_run(
         "cpu": sampler.cpu_by_role(),
         "peak_rss": dict(sampler.peak),
         "peak_rss_total": sampler.peak_total,
+        "at_peak": sampler.at_peak,
         "verdict": verdict.line(),
         "py_spy": top_frames(raw) if py_spy and raw.exists() else [],
         "stages": stage_times(events, sampler.root.create_time()) if event_log else [],
@@ -309,6 +335,7 @@ def _print_run(label: str, n: int, run: dict[str, Any], quiet: bool) -> None:
         f"GB: {rss}; tree {run['peak_rss_total'] / GB:.2f}",
         flush=True,
     )
+    print(f"  at the peak: {at_peak(run['at_peak'])}")
     if not quiet:
         for at, what in run["timeline"]:
             print(f"  {at:7.2f} s  {what}")
@@ -318,9 +345,27 @@ def _print_run(label: str, n: int, run: dict[str, Any], quiet: bool) -> None:
         print(f"  {line}")
 
 
+def at_peak(processes: list[tuple[str, int, int]]) -> str:
+    """The processes at the tree's peak, grouped: count x RSS each (their PSS in all), in MB."""
+    groups: dict[str, list[tuple[int, int]]] = collections.defaultdict(list)
+    for what, rss, pss in processes:
+        groups[what].append((rss, pss))
+    parts = []
+    for what, sizes in sorted(groups.items(), key=lambda g: -sum(r for r, _ in g[1])):
+        each = "/".join(f"{r / 2**20:.0f}" for r, _ in sorted(sizes, reverse=True))
+        pss = sum(p for _, p in sizes) / 2**20
+        parts.append(f"{len(sizes)} {what} {each} MB (PSS {pss:.0f})")
+    total_pss = sum(p for _, _, p in processes) / GB
+    return "; ".join(parts) + f"; tree PSS {total_pss:.2f} GB"
+
+
 def summary(found: dict[str, list[dict[str, Any]]]) -> str:
-    """Medians per variant: wall, first table commit, CPU, peak RSS of the tree."""
-    lines = [f"{'variant':24}{'runs':>5}{'wall s':>8}{'1st commit s':>13}{'CPU s':>7}{'RSS GB':>8}"]
+    """Medians per variant: wall, first table commit, CPU, peak RSS of the tree (and its PSS at
+    that peak)."""
+    lines = [
+        f"{'variant':24}{'runs':>5}{'wall s':>8}{'1st commit s':>13}{'CPU s':>7}{'RSS GB':>8}"
+        f"{'PSS GB':>8}"
+    ]
     for label, runs in found.items():
         if not runs:
             continue
@@ -333,6 +378,7 @@ def summary(found: dict[str, list[dict[str, Any]]]) -> str:
             f"{statistics.median(f for f in first if f is not None):>13.1f}"
             f"{statistics.median(sum(r['cpu'].values()) for r in runs):>7.1f}"
             f"{statistics.median(r['peak_rss_total'] for r in runs) / GB:>8.2f}"
+            f"{statistics.median(sum(p for *_, p in r['at_peak']) for r in runs) / GB:>8.2f}"
         )
     return "\n".join(lines)
 
