@@ -19,6 +19,7 @@ being a line of its own.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 import pyarrow as pa
@@ -37,9 +38,17 @@ KEY_NOT_UTF8 = "key is not valid UTF-8"
 UNWANTED_TOMBSTONE = "null value (tombstone) on a topic whose records cannot be deleted"
 VALUE_NOT_UTF8 = "value is not valid UTF-8"
 
-_OPEN, _MID, _CLOSE = (pa.scalar(b, pa.binary()) for b in (b'{"r":', b',"v":', b"}\n"))
-_NOTHING = pa.scalar(b"", pa.binary())
 _READ = pj.ReadOptions(use_threads=False, block_size=1 << 26)
+
+
+@cache
+def _framing() -> tuple[pa.Scalar, ...]:
+    """The pieces of a line around its id and value (open, middle, close, and the separator).
+
+    Built on first use, not at import: building a pyarrow value imports pandas (about 40 MB and
+    0.2 s per process), and the processes that only plan the source never decode.
+    """
+    return tuple(pa.scalar(b, pa.binary()) for b in (b'{"r":', b',"v":', b"}\n", b""))
 
 
 @dataclass(frozen=True)
@@ -142,7 +151,8 @@ class ValueDecoder:
         """All of ``values`` parsed in one call, or None if any one does not decode."""
         count = len(values)
         ids = pa.array(np.arange(count, dtype=np.int64)).cast(pa.string()).cast(pa.binary())
-        lines = pc.binary_join_element_wise(_OPEN, ids, _MID, values, _CLOSE, _NOTHING)
+        opening, middle, closing, separator = _framing()
+        lines = pc.binary_join_element_wise(opening, ids, middle, values, closing, separator)
         try:
             table = pj.read_json(
                 pa.BufferReader(_data(lines)), read_options=_READ, parse_options=self._parse
