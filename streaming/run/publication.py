@@ -60,21 +60,23 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from streaming.delta.table_reader import read_arrow
 from streaming.deployment import Deployment
 from streaming.errors import RunError, TableNotFoundError
-from streaming.kafka.admin import ensure_topics
 from streaming.kafka.log import KafkaLog
 from streaming.kafka.offsets import plan_ranges
 from streaming.kafka.reader import read_ranges
 from streaming.kafka.transactions import TransactionalProducer, TransactionError
-from streaming.settings import Settings
 from streaming.versions.live_pointer import pointer_held, read_live
+
+# The Spark tasks that publish unpickle this module: what only the driver's side uses (the
+# settings' pydantic models, the Kafka admin client, deltalake) is imported where it is used.
+if TYPE_CHECKING:
+    from streaming.settings import Settings
 
 DEPLOYMENT_HEADER = "kappa.deployment"
 BATCH_HEADER = "kappa.batch"
@@ -265,6 +267,8 @@ class ChangelogPublisher:
                 return
             since = None if live is None else live.since
             if not self._topic_ready:
+                from streaming.kafka.admin import ensure_topics
+
                 ensure_topics(self.settings, [self.topic])
                 self._topic_ready = True
             done = self.published()
@@ -303,6 +307,8 @@ class ChangelogPublisher:
                 return 0
             since = None if live is None else live.since
             if not self._topic_ready:
+                from streaming.kafka.admin import ensure_topics
+
                 ensure_topics(self.settings, [self.topic])
                 self._topic_ready = True
             done = self.published()
@@ -324,6 +330,8 @@ class ChangelogPublisher:
     def _reconciliation(self) -> list[Record]:
         """What brings the topic, read back as a table, to this deployment's table at its last
         commit."""
+        from streaming.delta.table_reader import read_arrow
+
         topic = self._topic_table()
         try:
             table = read_arrow(self.deployment.table_path)

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from streaming.atomic_file import write_atomically
 from streaming.define.names import validate_pipeline_name, validate_version
@@ -26,7 +26,10 @@ from streaming.define.registry import get_pipeline
 from streaming.deployment import Deployment
 from streaming.errors import VersionError
 from streaming.home import Home
-from streaming.settings import Settings
+
+# Spark tasks that publish read the pointer: the settings' models (pydantic) are only a type here.
+if TYPE_CHECKING:
+    from streaming.settings import Settings
 
 
 class NoLiveVersionError(VersionError, LookupError):

@@ -1,10 +1,11 @@
 """What a Spark Python worker imports to run the source and the sink stays light.
 
-Every worker process unpickles the source's reader and the sink's writer, which imports
-``streaming`` and the authoring API. pandas, pyarrow.dataset and the comparison's pydantic models
-cost about a fifth of a second each per process and serve neither, so they load on first use.
-The processes that only plan the source (its creation, its read planning, the streaming source's
-runner) import its module and never decode a record: they stay without pandas (about 40 MB each).
+Every worker process unpickles the source's reader and the sink's writer (or a plan's task, which
+publishes), which imports ``streaming`` and the authoring API. pandas, pyarrow.dataset, pydantic
+(the comparison's models, the settings) and deltalake cost about a fifth of a second each per
+process and serve none of them, so they load on first use. The processes that only plan the
+source (its creation, its read planning, the streaming source's runner) import its module and
+never decode a record: they stay without pandas (about 40 MB each).
 """
 
 import subprocess
@@ -16,6 +17,7 @@ WORKER_MODULES = (
     "streaming.kafka.reader",
     "streaming.kafka.decode",
     "streaming.run.executor_writes",
+    "streaming.run.partition_task",
 )
 HEAVY = ("pandas", "pyarrow.dataset", "pydantic", "great_expectations", "dagster", "deltalake")
 
