@@ -277,6 +277,33 @@ def check_commits(
     return len(history), actual
 
 
+def check_every_batching(
+    spark: Any,
+    settings: Settings,
+    name: str,
+    records: list[Stamped],
+    reference: Reference,
+    key: str | tuple[str, ...],
+    first_every: int,
+) -> dict[Any, dict[str, Any]]:
+    """The batch caps check, after version ``cap1`` ran over the log's start one record per
+    batch: ``cap1`` goes on in batches of 997 (every ``first_every``-th commit checked), then
+    ``cap997`` and ``whole`` run from the start in batches of 997 and 250,000 (every commit
+    checked). Each equals ``reference`` at its commits (:func:`check_commits`) and the three end
+    at one table, which is returned."""
+    finals = []
+    for version, cap, every in (
+        ("cap1", 997, first_every),
+        ("cap997", 997, 1),
+        ("whole", 250_000, 1),
+    ):
+        run_until_caught_up(spark, settings, name, version=version, max_offsets_per_trigger=cap)
+        _, final = check_commits(settings, name, version, records, reference, key, every)
+        finals.append(final)
+    assert finals[0] == finals[1] == finals[2]
+    return finals[0]
+
+
 def kappa(
     settings: Settings,
     *args: str,

@@ -12,7 +12,12 @@ import pytest
 from kappa.testing.producing import clickstream_with_profiles, send
 from kappa.testing.reference import replay_stamped
 from kappa.testing.seed_references import clicks_enriched_reference
-from tests.integration.helpers import check_commits, kill_twice_mid_run, run_until_caught_up
+from tests.integration.helpers import (
+    check_commits,
+    check_every_batching,
+    kill_twice_mid_run,
+    run_until_caught_up,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -27,17 +32,12 @@ def test_clicks_equal_the_reference_at_every_commit_whatever_the_batching(spark,
     send(settings, log[150:])
     records = replay_stamped(settings.kafka.bootstrap_servers, TOPICS)
     assert any(r.value is None for r in records if r.topic == "profiles")
-    finals = []
-    for version, cap, every in (("cap1", 997, 10), ("cap997", 997, 1), ("whole", 250_000, 1)):
-        run_until_caught_up(spark, settings, NAME, version=version, max_offsets_per_trigger=cap)
-        _, final = check_commits(
-            settings, NAME, version, records, clicks_enriched_reference, "click_id", every
-        )
-        finals.append(final)
-    assert finals[0] == finals[1] == finals[2]
-    counts = [r["search_count"] for r in finals[0].values()]
+    final = check_every_batching(
+        spark, settings, NAME, records, clicks_enriched_reference, "click_id", 10
+    )
+    counts = [r["search_count"] for r in final.values()]
     assert min(counts.count(0), counts.count(1), sum(c > 1 for c in counts)) > 50
-    assert 0 < sum(r["age"] is None for r in finals[0].values()) < len(counts) / 2
+    assert 0 < sum(r["age"] is None for r in final.values()) < len(counts) / 2
 
 
 def test_sigkills_mid_run_then_resume_equal_the_reference(spark, settings, broker):

@@ -9,7 +9,12 @@ import pytest
 from kappa.testing.enrichment import clicks_last_search_reference
 from kappa.testing.producing import clickstream, send
 from kappa.testing.reference import replay_stamped
-from tests.integration.helpers import check_commits, kill_twice_mid_run, run_until_caught_up
+from tests.integration.helpers import (
+    check_commits,
+    check_every_batching,
+    kill_twice_mid_run,
+    run_until_caught_up,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -24,16 +29,11 @@ def test_clicks_equal_the_reference_at_every_commit_whatever_the_batching(spark,
     run_until_caught_up(spark, settings, NAME, version="cap1", max_offsets_per_trigger=1)
     send(settings, clickstream(1300, seed=52, start_ms=1_700_004_000_000))
     records = replay_stamped(settings.kafka.bootstrap_servers, TOPICS)
-    finals = []
-    for version, cap, every in (("cap1", 997, 20), ("cap997", 997, 1), ("whole", 250_000, 1)):
-        run_until_caught_up(spark, settings, NAME, version=version, max_offsets_per_trigger=cap)
-        _, final = check_commits(
-            settings, NAME, version, records, clicks_last_search_reference, "click_id", every
-        )
-        finals.append(final)
-    assert finals[0] == finals[1] == finals[2]
-    assert any(r["search_query"] for r in finals[0].values())
-    assert any(r["search_query"] is None for r in finals[0].values())
+    final = check_every_batching(
+        spark, settings, NAME, records, clicks_last_search_reference, "click_id", 20
+    )
+    assert any(r["search_query"] for r in final.values())
+    assert any(r["search_query"] is None for r in final.values())
 
 
 def test_sigkills_mid_run_then_resume_equal_the_reference(spark, settings, broker):
