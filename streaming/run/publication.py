@@ -266,11 +266,7 @@ class ChangelogPublisher:
                 yield None
                 return
             since = None if live is None else live.since
-            if not self._topic_ready:
-                from streaming.kafka.admin import ensure_topics
-
-                ensure_topics(self.settings, [self.topic])
-                self._topic_ready = True
+            self._ensure_topic()
             done = self.published()
             if done is None or done.live_since != since:
                 self._hand_over(batch_id - 1, since)
@@ -306,11 +302,7 @@ class ChangelogPublisher:
             if live is not None and live.version != self.deployment.version:
                 return 0
             since = None if live is None else live.since
-            if not self._topic_ready:
-                from streaming.kafka.admin import ensure_topics
-
-                ensure_topics(self.settings, [self.topic])
-                self._topic_ready = True
+            self._ensure_topic()
             done = self.published()
             handover = done is None or done.live_since != since
             if not handover and done is not None and done.batch >= batch_id:
@@ -326,6 +318,14 @@ class ChangelogPublisher:
             except TransactionError as exc:
                 msg = f"publishing batch {batch_id} to {self.topic!r} failed: {exc}"
                 raise PublicationError(msg) from None
+
+    def _ensure_topic(self) -> None:
+        """Create the topic once per publisher (the driver's side only)."""
+        if not self._topic_ready:
+            from streaming.kafka.admin import ensure_topics
+
+            ensure_topics(self.settings, [self.topic])
+            self._topic_ready = True
 
     def _reconciliation(self) -> list[Record]:
         """What brings the topic, read back as a table, to this deployment's table at its last
