@@ -257,8 +257,15 @@ def archive_options(settings: Settings, java: str, jars: list[Path]) -> list[str
 
 
 def new_cluster_id() -> str:
-    """A KRaft cluster id: a random UUID in URL-safe base64 without padding (22 characters)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A KRaft cluster id: a random UUID in URL-safe base64 without padding (22 characters).
+
+    Never one starting with "-" (one in 64 would): ``kafka-storage format --cluster-id`` would
+    take it for an option and refuse to format, as Kafka's own id generator avoids too.
+    """
+    while True:
+        found = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not found.startswith("-"):
+            return found
 
 
 def min_heap(heap: str) -> str:
