@@ -1,5 +1,5 @@
 """A stateful pipeline's plan: its inputs, one stateful operator, then row-wise columns and a
-filter, all declared without internal columns.
+filter, all declared without internal columns; ``group_by`` chains a plan over another's table.
 
 The plan is data: it can be inspected (its inputs, key and table schema), fingerprinted
 (:meth:`Plan.describe`) and run one micro-batch at a time by ``streaming.run``. Row-wise steps are
@@ -10,6 +10,7 @@ rejects is deleted from the table, so the table stays the definition evaluated o
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import timedelta
 
@@ -20,10 +21,13 @@ from streaming.define.topic import Topic
 from streaming.errors import DefineError
 from streaming.operators import (
     DELETE,
+    Aggregation,
     Operator,
     OperatorError,
     Source,
+    Tumbling,
 )
+from streaming.operators.table_aggregate import TableAggregate
 
 DEFAULT_GRACE = timedelta(minutes=10)
 
@@ -83,6 +87,37 @@ class Plan:
         combined = condition if self.condition is None else self.condition & condition
         plan = replace(self, condition=combined)
         plan.table_schema()
+        return plan
+
+    def group_by(
+        self,
+        *columns: str,
+        aggregations: Mapping[str, Aggregation],
+        window: Tumbling | None = None,
+        time: str | None = None,
+    ) -> Plan:
+        """Aggregates per group of this plan's table rows, regrouped by ``columns`` (and the
+        tumbling ``window`` of column ``time``, which adds ``window_start``), as SQL's ``GROUP
+        BY`` over this table: a row that changes leaves its old group and joins its new one.
+
+        Takes ``Count``, ``Sum`` and ``Mean``; rows with a null group column count in no group.
+        The chained plan keeps its state as one partition (``streaming.define.chaining``).
+        """
+        from streaming.define.chaining import ROWS, Chained
+
+        try:
+            then = TableAggregate(
+                source=ROWS,
+                row_key=self.key,
+                group=tuple(columns),
+                aggregations=dict(aggregations),
+                window=window,
+                time=time,
+            )
+            plan = Plan(inputs=self.inputs, operator=Chained(self, then))
+            plan.table_schema()
+        except (OperatorError, DefineError) as exc:
+            raise DefineError(f"group_by: {exc}") from None
         return plan
 
     def operator_schema(self) -> pa.Schema:
