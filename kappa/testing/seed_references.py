@@ -20,6 +20,7 @@ from kappa.testing.reference import Stamped
 
 Late = set[tuple[str, int, int]]
 MINUTE_MS = 60_000
+HOUR_MS = 3_600_000
 
 
 def _value(record: Stamped) -> dict[str, Any]:
@@ -214,3 +215,21 @@ def clicks_enriched_reference(records: list[Stamped], prefix: Prefix) -> tuple[d
             "search_count": len(terms),
         }
     return rows, late_p | late_s | late_c
+
+
+def clicks_per_zip_reference(
+    records: list[Stamped], prefix: Prefix
+) -> tuple[dict[tuple[str, int], dict[str, Any]], Late]:
+    """clicks_per_zip on ``prefix``: the clicks of clicks_enriched with a profile, counted per
+    (zip code, hour of the click's ts)."""
+    clicks, late = clicks_enriched_reference(records, prefix)
+    rows: dict[tuple[str, int], dict[str, Any]] = {}
+    for click in clicks.values():
+        if click["zip_code"] is None:
+            continue
+        hour = click["ts"] - click["ts"] % HOUR_MS
+        row = rows.setdefault(
+            (click["zip_code"], hour), {"zip_code": click["zip_code"], "window_start": hour}
+        )
+        row["clicks"] = row.get("clicks", 0) + 1
+    return rows, late

@@ -1,0 +1,30 @@
+"""clicks_per_zip: clicks counted per zip code of the user's profile and hour of event time.
+
+A plan over ``clicks_enriched``'s plan: each click with the profile as of the click, re-keyed by
+the profile's zip code and regrouped into hours. A click whose profile is corrected (a version
+or a deletion that arrives out of order within grace) moves to its new zip code, or out of the
+counts; clicks of users with no profile then are not counted.
+"""
+
+from __future__ import annotations
+
+import pyarrow.compute as pc
+
+from pipelines.clicks_enriched import PIPELINE as CLICKS_ENRICHED
+from quality.rules import Between
+from streaming.define import Count, Pipeline, Tumbling
+
+VERSION = "v1"
+HOUR_MS = 3_600_000
+
+PLAN = CLICKS_ENRICHED.plan.where(pc.field("zip_code").is_valid()).group_by(  # type: ignore[union-attr]
+    "zip_code", window=Tumbling(size_ms=HOUR_MS), time="ts", aggregations={"clicks": Count()}
+)
+
+PIPELINE = Pipeline(
+    name="clicks_per_zip",
+    version=VERSION,
+    plan=PLAN,
+    quality=(Between("clicks", min_value=1),),
+    description="Clicks per zip code of the user's profile and hour of event time.",
+)
