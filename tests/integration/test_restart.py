@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -169,7 +170,11 @@ def test_stop_and_kill_lose_no_acknowledged_record_and_deployments_resume(tmp_pa
         assert wait_until(lambda: "resumed customers v1" in platform.output, 120, 0.5), (
             platform.output
         )
-        assert "marked 1 run(s) of the previous platform as canceled" in platform.output
+        # The killed platform's deployment run, and any other run it left marked active.
+        marked = re.search(
+            r"marked (\d+) run\(s\) of the previous platform as canceled", platform.output
+        )
+        assert marked and int(marked.group(1)) >= 1, platform.output
         _wait_for_new_commit(table, after=second)
 
         producer.stop.set()
