@@ -6,21 +6,29 @@ operator. Those changes are exactly how the first table moved between the two lo
 the second table, a function of the first table, is exact at every commit too, and a chain can
 be chained again.
 
-The second operator groups by other columns than the inputs' Kafka keys (it re-keys), so a
-chained plan keeps its state as one partition (``streaming.run.copartition``): the batch runs
-as one task on an executor. That is correct whatever the keys; to spread a re-keyed aggregate
-over executors, split it in two pipelines through a topic keyed by the new key.
+The second operator groups by other columns than the inputs' Kafka keys (it re-keys), so a batch
+runs in two halves when the first plan's state splits by input partition: :meth:`Chained.upstream`
+per input partition (the first plan, and each changed row's contribution taken out of its old
+group and added to its new one, as partials per group), then a shuffle of those partials by
+bucket of groups (:meth:`Chained.buckets`, a stable hash of the group key), then
+:meth:`Chained.downstream` per bucket (the groups). That is Kafka Streams' repartition topic,
+as a Spark shuffle inside the micro-batch: it adds no log and no exactly-once hop, and the
+table, committed with both halves' state versions, is still exact at every commit
+(``streaming.run.group_task``). A chain over a chain runs whole, as one state partition.
 
-State: the first plan's tables under ``first.``, the second operator's under ``then.``.
+State: the first plan's tables under ``first.``, the second operator's under ``then.``: the rows'
+contributions (``then.rows``) with the first half, the groups (``then.groups``) with the second.
 """
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from streaming.operators import DELETE, Batch, Step
 from streaming.operators.table_aggregate import TableAggregate
@@ -59,16 +67,53 @@ class Chained:
     def output_schema(self, inputs: Mapping[str, pa.Schema]) -> pa.Schema:
         return self.then.output_schema({ROWS: self._rows_schema()})
 
+    @property
+    def partitioned_by(self) -> dict[str, tuple[str, ...]] | None:
+        """The first plan's, when its state splits by input partition: the first half of a
+        batch then runs per input partition, and the groups per bucket (:meth:`buckets`)."""
+        if isinstance(self.first.operator, Chained):
+            return None
+        declared = getattr(self.first.operator, "partitioned_by", None)
+        return None if declared is None else dict(declared)
+
     def step(self, state: State, batch: Batch) -> Step:
+        rows = self.upstream(state, batch)
+        groups = self.downstream(rows.state, rows.changes)
+        delta = {**rows.delta, **groups.delta}
+        return Step(groups.state, groups.changes, rows.dead_letters, delta)
+
+    def upstream(self, state: State, batch: Batch) -> Step:
+        """Where the inputs' partitions are: the first plan, then what its changed rows move
+        between groups (the result's ``changes``: partials per group, to :meth:`downstream`)."""
         first = self.first.operator.step(_part(FIRST, state), batch)
         changes = self.first.finish(first.changes, self.first.table_schema())
-        then = self.then.step(_part(THEN, state), Batch({ROWS: changes}, {}))
+        moved = self.then.contribute(_part(THEN, state), changes)
         return Step(
-            state={**_under(FIRST, first.state), **_under(THEN, then.state)},
-            changes=then.changes,
+            state={**state, **_under(FIRST, first.state), **_under(THEN, moved.state)},
+            changes=moved.changes,
             dead_letters=first.dead_letters,
-            delta={**_under(FIRST, first.delta), **_under(THEN, then.delta)},
+            delta={**_under(FIRST, first.delta), **_under(THEN, moved.delta)},
         )
+
+    def downstream(self, state: State, moved: pa.Table) -> Step:
+        """Where the groups are: fold the partials :meth:`upstream` moved into them."""
+        groups = self.then.fold(_part(THEN, state), moved, self._rows_schema())
+        return Step(
+            state={**state, **_under(THEN, groups.state)},
+            changes=groups.changes,
+            dead_letters=groups.dead_letters,
+            delta=_under(THEN, groups.delta),
+        )
+
+    def buckets(self, moved: pa.Table, count: int) -> dict[int, pa.Table]:
+        """``moved`` split into ``count`` buckets by group (a stable hash of the group key), so
+        every batch sends a group's partials to the same bucket, and its state."""
+        if moved.num_rows == 0:
+            return {}
+        keys = moved.select(list(self.key)).to_pylist()
+        numbers = [zlib.crc32(repr(tuple(k.values())).encode()) % count for k in keys]
+        column = pa.array(numbers, pa.int32())
+        return {int(b): moved.filter(pc.equal(column, b)) for b in pc.unique(column).to_pylist()}
 
     def _rows_schema(self) -> pa.Schema:
         schema = self.first.table_schema()

@@ -101,7 +101,8 @@ class Plan:
         BY`` over this table: a row that changes leaves its old group and joins its new one.
 
         Takes ``Count``, ``Sum`` and ``Mean``; rows with a null group column count in no group.
-        The chained plan keeps its state as one partition (``streaming.define.chaining``).
+        The rows stay where the inputs' partitions are and the groups are shuffled to buckets
+        of their own (``streaming.define.chaining``).
         """
         from streaming.define.chaining import ROWS, Chained
 

@@ -48,12 +48,25 @@ from streaming.home import Home, as_home
 SEPARATOR = "__"
 PIN_MANIFEST = "pin.json"
 WHOLE_STATE = -1  # the state partition of a plan whose state is not split by input partition
+# The state partitions of a regrouping plan's groups (``streaming.define.chaining``), one per
+# bucket, numbered from here so that they never meet an input partition's.
+GROUP_STATE = 1_000_000
+
+
+def group_state(bucket: int) -> int:
+    """The state partition of a regrouping plan's bucket of groups."""
+    return GROUP_STATE + bucket
 
 
 def state_partition_path(state_path: Path | str, partition: int) -> Path:
     """The store of one state partition under a deployment's ``state_path`` (executors compute
     it from the path the driver hands them)."""
-    name = "whole" if partition == WHOLE_STATE else f"partition-{partition:04d}"
+    if partition == WHOLE_STATE:
+        name = "whole"
+    elif partition >= GROUP_STATE:
+        name = f"groups-{partition - GROUP_STATE:04d}"
+    else:
+        name = f"partition-{partition:04d}"
     return Path(state_path) / name
 
 

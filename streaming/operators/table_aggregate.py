@@ -118,9 +118,15 @@ class TableAggregate:
 
     def step(self, state: State, batch: Batch) -> Step:
         changes = batch.records[self.source]
-        schema = self.output_schema({self.source: changes.schema})
-        if changes.num_rows == 0:
-            return Step(dict(state), no_changes(schema), empty_dead_letters(), {})
+        moved = self.contribute(state, changes)
+        folded = self.fold(moved.state, moved.changes, changes.schema)
+        delta = {**moved.delta, **folded.delta}
+        return Step(folded.state, folded.changes, empty_dead_letters(), delta)
+
+    def contribute(self, state: State, changes: pa.Table) -> Step:
+        """The first half of :meth:`step`, where the rows are: what the changed rows take out of
+        their old groups and add to their new ones, as partials per group (``changes`` of the
+        result), keeping each row's contribution (table ``rows``) for its next change."""
         key = list(self.row_key)
         transition = Transition(state)
         current = self._partials(changes.filter(pc.invert(changes.column(DELETE))))
@@ -129,15 +135,34 @@ class TableAggregate:
         parts = [current.drop_columns(key)]
         if old is not None and old.num_rows:
             parts.append(_negated(old.drop_columns(key), self.key))
+        moved = merge_partials(
+            pa.concat_tables(parts), list(self.key), self.aggregations, _extra(parts[0])
+        )
+        return Step(transition.state, moved, empty_dead_letters(), transition.delta())
+
+    def fold(self, state: State, moved: pa.Table, source: pa.Schema) -> Step:
+        """The second half of :meth:`step`, where the groups are: add the partials ``moved``
+        (from :meth:`contribute`, of one or more row sets) to the groups (table ``groups``);
+        returns the changes of the output. ``source``: the input rows' schema."""
+        schema = self.output_schema({self.source: source})
+        if moved.num_rows == 0:
+            return Step(dict(state), no_changes(schema), empty_dead_letters(), {})
         group = list(self.key)
-        extra = {c: "sum" for c in parts[0].column_names if c == COUNT or c.endswith(".values")}
-        batch_partials = merge_partials(pa.concat_tables(parts), group, self.aggregations, extra)
-        merged = fold(transition, GROUPS, group, batch_partials, self.aggregations, extra)
+        transition = Transition(state)
+        extra = _extra(moved)
+        merged = fold(
+            transition,
+            GROUPS,
+            group,
+            merge_partials(moved, group, self.aggregations, extra),
+            self.aggregations,
+            extra,
+        )
         emptied = pc.equal(merged.column(COUNT), 0)
         gone = merged.filter(emptied)
         if gone.num_rows:
             transition.change(GROUPS, group, deletes=gone)
-        rows = self._rows(merged.filter(pc.invert(emptied)), changes.schema)
+        rows = self._rows(merged.filter(pc.invert(emptied)), source)
         result = combine([upserts(rows), deletes(gone.select(group), schema)], schema)
         return Step(transition.state, result, empty_dead_letters(), transition.delta())
 
@@ -178,6 +203,11 @@ class TableAggregate:
                 none = pc.equal(partials.column(_values(name)), 0)
                 values[name] = pc.if_else(none, pa.scalar(None, values[name].type), values[name])
         return pa.table({**{c: partials.column(c) for c in self.key}, **values})
+
+
+def _extra(partials: pa.Table) -> dict[str, str]:
+    """The partial columns that add up besides the aggregations' own: the row counts."""
+    return {c: "sum" for c in partials.column_names if c == COUNT or c.endswith(".values")}
 
 
 def _negated(partials: pa.Table, group: tuple[str, ...]) -> pa.Table:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -32,7 +33,8 @@ from streaming.delta.dead_letters import ENTRY_SCHEMA, LETTER_SCHEMA, DeadLetter
 from streaming.deployment.record import WHOLE_STATE, state_partition_path
 from streaming.kafka.reader import kept_record_schema
 from streaming.kafka.value_decoder import ValueDecoder
-from streaming.operators import Batch
+from streaming.operators import Batch, Step
+from streaming.operators.changes import no_changes
 from streaming.run.publication import PartitionPublisher
 from streaming.state import State, StateStore
 
@@ -45,12 +47,20 @@ STATE_FIELDS = [
     pa.field("published", pa.int64()),  # records sent to the published topic
 ]
 DEAD_PREFIX = "dead_"
+# A regrouping plan's first half also returns, per bucket of groups, what its rows moved.
+MOVED_FIELDS = [pa.field("bucket", pa.int32()), pa.field("moved", pa.binary())]
 
 
 def result_schema(key_type: pa.DataType) -> pa.Schema:
     """One row per state partition a task ran: its table share, state and dead letters."""
     dead = [pa.field(DEAD_PREFIX + f.name, f.type) for f in ENTRY_SCHEMA]
     return pa.schema([*share_schema(key_type), *STATE_FIELDS, *dead])
+
+
+def staged_schema(key_type: pa.DataType) -> pa.Schema:
+    """The first half's rows: a result row per state partition (``bucket`` null) and a row per
+    (state partition, bucket) carrying the moved partials as Arrow IPC (``moved``)."""
+    return pa.schema([*result_schema(key_type), *MOVED_FIELDS])
 
 
 # This worker's state per (state root, partition): (the batch it reflects, the state).
@@ -76,6 +86,9 @@ class PartitionTask:
     writer: ShareWriter
     dead: DeadLetterFiles
     publisher: PartitionPublisher | None = None  # when the batch's changes are published
+    # A regrouping plan's first half (``streaming.run.group_task``): the moved partials go to
+    # this many buckets instead of the table.
+    buckets: int = 0
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         received = [b for b in batches if b.num_rows]
@@ -87,14 +100,19 @@ class PartitionTask:
         else:
             numbers = pc.unique(raw["partition"]).to_pylist()
             groups = {p: raw.filter(pc.equal(raw["partition"], p)) for p in sorted(numbers)}
-        schema = result_schema(self.writer.key_type)
+        if self.buckets:
+            schema = staged_schema(self.writer.key_type)
+        else:
+            schema = result_schema(self.writer.key_type)
         for partition, records in groups.items():
-            yield self.run_partition(partition, records).cast(schema).to_batches()[0]
+            yield from self.run_partition(partition, records).cast(schema).to_batches()
 
     def run_partition(self, partition: int, raw: pa.Table) -> pa.Table:
-        """Apply this batch's records of one partition; returns its result row."""
+        """Apply this batch's records of one partition; returns its result row (and, in a
+        regrouping plan's first half, its rows of moved partials)."""
         store = StateStore(state_partition_path(self.state_root, partition))
-        state = self._state(store, partition)
+        committed = self.versions.get(partition)
+        state = held_state(store, self.state_root, partition, committed, self.plan.operator)
         records: dict[str, pa.Table] = {}
         bad: list[pa.Table] = []
         for topic in self.plan.inputs:
@@ -103,14 +121,16 @@ class PartitionTask:
             records[topic.name] = good
             bad.append(dead)
         ends = {t.name: self._ends(t.name, partition) for t in self.plan.inputs}
-        step = self.plan.operator.step(state, Batch(records, ends))
-        store.write(self.batch_id, step.delta, step.state)
-        committed = self.versions.get(partition)
-        if committed is not None:
-            store.collect_garbage(committed)
-        with _LOCK:
-            _HELD[(self.state_root, partition)] = (self.batch_id, step.state)
-        changes = self.plan.finish(step.changes, self.table_schema)
+        batch = Batch(records, ends)
+        if self.buckets:
+            step = self.plan.operator.upstream(state, batch)
+        else:
+            step = self.plan.operator.step(state, batch)
+        keep_state(store, self.state_root, partition, self.batch_id, committed, step)
+        if self.buckets:
+            changes = no_changes(self.table_schema)
+        else:
+            changes = self.plan.finish(step.changes, self.table_schema)
         published = 0
         if self.publisher is not None:  # before the commit: a replay finds it published
             published = self.publisher.publish(partition, changes)
@@ -125,27 +145,65 @@ class PartitionTask:
         for field in ENTRY_SCHEMA:
             value = entry[field.name] if entry.num_rows else pa.nulls(1, field.type)
             row = row.append_column(DEAD_PREFIX + field.name, value)
-        return row
+        if not self.buckets:
+            return row
+        row = row.append_column(MOVED_FIELDS[0], pa.nulls(1, pa.int32()))
+        row = row.append_column(MOVED_FIELDS[1], pa.nulls(1, pa.binary()))
+        return pa.concat_tables([row, *self._moved(partition, step.changes, row.schema)])
 
-    def _state(self, store: StateStore, partition: int) -> State:
-        """The partition's committed state: held by this worker, caught up, or loaded."""
-        committed = self.versions.get(partition)
-        with _LOCK:
-            held = _HELD.get((self.state_root, partition))
-        if committed is None:
-            store.load(None)
-            return self.plan.operator.initial_state()
-        if held is not None and held[0] == committed:
-            store.load(committed, held)  # positions the store; reads nothing
-            return held[1]
-        known = held if held is not None and held[0] < committed else None
-        return store.load(committed, known)
+    def _moved(self, partition: int, moved: pa.Table, schema: pa.Schema) -> list[pa.Table]:
+        """One row per bucket of groups the partition's rows moved partials into."""
+        rows = []
+        for bucket, part in sorted(self.plan.operator.buckets(moved, self.buckets).items()):
+            values = {"state_partition": partition, "bucket": bucket, "moved": to_ipc(part)}
+            columns = [pa.array([values.get(f.name)], f.type) for f in schema]
+            rows.append(pa.Table.from_arrays(columns, schema=schema))
+        return rows
 
     def _ends(self, topic: str, partition: int) -> dict[int, int]:
         ends = self.ends.get(topic, {})
         if partition == WHOLE_STATE:
             return {int(p): int(e) for p, e in ends.items()}
         return {partition: int(ends[partition])} if partition in ends else {}
+
+
+def held_state(
+    store: StateStore, root: str, partition: int, committed: int | None, operator: Any
+) -> State:
+    """A state partition's committed state: held by this worker, caught up, or loaded (the
+    operator's initial state when nothing is committed)."""
+    with _LOCK:
+        held = _HELD.get((root, partition))
+    if committed is None:
+        store.load(None)
+        return operator.initial_state()
+    if held is not None and held[0] == committed:
+        store.load(committed, held)  # positions the store; reads nothing
+        return held[1]
+    known = held if held is not None and held[0] < committed else None
+    return store.load(committed, known)
+
+
+def keep_state(
+    store: StateStore, root: str, partition: int, batch_id: int, committed: int | None, step: Step
+) -> None:
+    """Write the partition's state after ``batch_id`` and hold it in this worker."""
+    store.write(batch_id, step.delta, step.state)
+    if committed is not None:
+        store.collect_garbage(committed)
+    with _LOCK:
+        _HELD[(root, partition)] = (batch_id, step.state)
+
+
+def to_ipc(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def from_ipc(data: bytes) -> pa.Table:
+    return pa.ipc.open_stream(data).read_all()
 
 
 def normalized(raw: pa.Table) -> pa.Table:

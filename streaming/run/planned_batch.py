@@ -8,7 +8,8 @@ operator with the partition's state, writes the state's changelog, the table's d
 dead letters, and returns the files' entries, the changed keys and the state's new version. The
 driver never holds a record or an output row: it collects those small rows and commits them as
 one Delta log entry carrying the batch's source offsets and the state's version (per state
-partition, the batch whose state files the table reflects).
+partition, the batch whose state files the table reflects). A plan that regroups another's table
+runs a second stage of tasks after a shuffle by group (``streaming.run.group_task``).
 
 Exactly once: a task loads its partition's state at the version the table's last commit records,
 so a batch whose commit never happened (the process or an executor died) is computed again from
@@ -19,12 +20,13 @@ batch the table does not record.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
 
+from streaming.define.chaining import Chained
 from streaming.define.pipeline import Pipeline
 from streaming.delta.compacted_table import CompactedTable
 from streaming.delta.data_files import share_schema
@@ -33,7 +35,8 @@ from streaming.delta.table_reader import latest_commit
 from streaming.deployment import Deployment
 from streaming.errors import RunError
 from streaming.run.copartition import StatePartitions
-from streaming.run.partition_task import DEAD_PREFIX, PartitionTask, result_schema
+from streaming.run.group_task import GroupTask
+from streaming.run.partition_task import DEAD_PREFIX, PartitionTask, result_schema, staged_schema
 from streaming.run.publication import PartitionPublisher
 
 
@@ -68,6 +71,9 @@ class PlannedBatch:
         self.partitions = partitions
         self._versions: tuple[int | None, dict[int, int]] | None = None  # (as of batch, versions)
         self._partition_sets: dict[str, set[str]] | None = None
+        # A plan over another's table whose first half splits by input partition regroups its
+        # rows in a second stage of tasks, after a shuffle (``streaming.run.group_task``).
+        self.regroups = partitions.by_partition and isinstance(self.plan.operator, Chained)
         refuse_undivided_state(deployment)
 
     def run(
@@ -99,7 +105,17 @@ class PlannedBatch:
         from pyspark.sql.pandas.types import from_arrow_schema
 
         schema = result_schema(writer.key_type)
-        result = batch.mapInArrow(task, from_arrow_schema(schema)).toArrow().cast(schema)
+        if self.regroups:
+            buckets = self.partitions.count
+            first = replace(task, publisher=None, buckets=buckets)
+            second = GroupTask(
+                self.plan, self.schema, task.state_root, versions, batch_id, writer, publisher
+            )
+            staged = batch.mapInArrow(first, from_arrow_schema(staged_schema(writer.key_type)))
+            staged = staged.repartition(buckets, "bucket")
+            result = staged.mapInArrow(second, from_arrow_schema(schema)).toArrow().cast(schema)
+        else:
+            result = batch.mapInArrow(task, from_arrow_schema(schema)).toArrow().cast(schema)
         written = dict(versions)
         for partition in result["state_partition"].to_pylist():
             written[partition] = batch_id

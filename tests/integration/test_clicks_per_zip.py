@@ -1,5 +1,6 @@
 """clicks_per_zip (clicks_enriched's plan regrouped: clicks per zip code of the profile and hour)
-against the embedded broker and a real SparkSession: at every commit the table equals a
+against the embedded broker and a real SparkSession, the enrichment per input partition and the
+counts per bucket of zip codes after a shuffle: at every commit the table equals a
 plain-Python count over the enriched clicks of the offsets the commit records, with one record per
 batch over the first 150, then 997 and 250,000; clicks move between zip codes as profiles are
 corrected and deleted; exactly the late records are dead-lettered, also after two SIGKILLs and a
@@ -12,6 +13,9 @@ import pytest
 from kappa.testing.producing import clickstream_with_profiles, send
 from kappa.testing.reference import replay_stamped
 from kappa.testing.seed_references import clicks_per_zip_reference
+from streaming.delta.table_reader import commits
+from streaming.deployment import Deployment
+from streaming.deployment.record import GROUP_STATE
 from tests.integration.helpers import (
     check_commits,
     check_every_batching,
@@ -49,3 +53,7 @@ def test_sigkills_mid_run_then_resume_equal_the_reference(spark, settings, broke
         settings, NAME, "v1", records, clicks_per_zip_reference, KEY
     )
     assert commits_made > second and len(table) > 20
+    # The clicks ran per input partition, the groups per bucket of zip codes, after a shuffle.
+    versions = commits(Deployment(NAME, "v1", settings.home).table_path)[-1].state_versions or {}
+    assert {p for p in versions if p < GROUP_STATE} == {r.partition for r in records}
+    assert {p - GROUP_STATE for p in versions if p >= GROUP_STATE} == {0, 1, 2, 3}

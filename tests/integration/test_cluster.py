@@ -1,9 +1,10 @@
 """The demo pipelines on a real Spark standalone cluster (``kappa cluster start``): a master and
 two workers on 127.0.0.1, the executors reading Kafka and writing the table's files, checked
-against an independent replay of the topic in plain Python; then a worker killed mid-run; then
-the stateful ``transactions_enriched`` and ``spend_hourly`` (their state partitions on the
-executors) through a worker killed and a driver restarted, every commit equal to the reference
-at the offsets it records."""
+against an independent replay of the topic in plain Python, and ``clicks_per_zip``, whose groups
+are shuffled between executors; then a worker killed mid-run; then the stateful
+``transactions_enriched`` and ``spend_hourly`` (their state partitions on the executors) through
+a worker killed and a driver restarted, every commit equal to the reference at the offsets it
+records."""
 
 from __future__ import annotations
 
@@ -19,8 +20,15 @@ import pytest
 from kappa.broker import EmbeddedBroker
 from kappa.cluster import SparkCluster
 from kappa.testing.enrichment import enriched_reference, spend_hourly_reference
-from kappa.testing.producing import customer_changes, fraud_events, send, transactions
+from kappa.testing.producing import (
+    clickstream_with_profiles,
+    customer_changes,
+    fraud_events,
+    send,
+    transactions,
+)
 from kappa.testing.reference import customers_state, replay, replay_stamped, spend_state
+from kappa.testing.seed_references import clicks_per_zip_reference
 from kappa.testing.settings import free_port, private_settings
 from streaming.delta.table_reader import commits
 from streaming.deployment import Deployment
@@ -97,6 +105,16 @@ def test_pipelines_on_the_cluster_equal_the_reference(settings, cluster, broker)
         assert _executor_dirs(settings, worker), f"{worker} ran no executor"
     history = commits(Deployment("customers", "v1", settings.home).table_path)
     assert [c.batch_id for c in history] == list(range(len(history))) and len(history) >= 4
+
+    # A plan that regroups: the clicks per input partition, a shuffle, the zip codes per bucket.
+    send(settings, clickstream_with_profiles(800, seed=27, users=12, step_ms=20_000))
+    _finish(_run(settings, "clicks_per_zip", "--max-offsets-per-trigger", "400"))
+    records = replay_stamped(servers, ["profiles", "searches", "clicks"])
+    key = ("zip_code", "window_start")
+    made, table = check_commits(
+        settings, "clicks_per_zip", "v1", records, clicks_per_zip_reference, key
+    )
+    assert made >= 3 and len(table) > 20
 
 
 def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(settings, cluster, broker):

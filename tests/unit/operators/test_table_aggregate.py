@@ -7,12 +7,16 @@ from __future__ import annotations
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from streaming.define import Count, Hopping, Max, Mean, Sum, Topic, Tumbling
 from streaming.errors import DefineError
+from streaming.operators import Batch, Step
+from streaming.operators.changes import combine
+from streaming.operators.event_time import empty_dead_letters
 
 from . import reference
 from .harness import InputShape, run
@@ -47,6 +51,8 @@ def changelogs(draw: Any) -> Any:
     records = input_records(
         draw, "events", parts["events"], 20, event, "ts", True, ("k",), draw(grains())
     )
+    for record in records:  # a key lives in one partition, as the producer's partitioner has it
+        record["k"] = f"{record['k']}{record['partition']}"
     return draw(cuts({"events": records}, parts))
 
 
@@ -90,6 +96,76 @@ def test_groups_of_a_table_equal_a_group_by_of_it_on_every_prefix(
         return grouped(list(table.values()), by), set()
 
     run(plan.operator, [EVENTS], scenario, expected)
+
+
+class PerPartition:
+    """A chained plan as the platform runs it on a cluster: the first half per input partition
+    (state ``p<n>/``), what it moved split into buckets, each folded by its own state
+    (``b<n>/``)."""
+
+    def __init__(self, chained: Any, buckets: int) -> None:
+        self.chained = chained
+        self.buckets = buckets
+        self.inputs, self.key = chained.inputs, chained.key
+
+    def initial_state(self) -> dict:
+        return {}
+
+    def step(self, state: dict, batch: Batch) -> Step:
+        new_state, delta, dead, moved = dict(state), {}, [], {}
+        for p in sorted({p for ends in batch.ends.values() for p in ends}):
+            records = {n: t.filter(pc.equal(t["_partition"], p)) for n, t in batch.records.items()}
+            if not any(t.num_rows for t in records.values()):
+                continue
+            ends = {n: {p: e[p]} for n, e in batch.ends.items() if p in e}
+            mine = _slice(state, f"p{p}/") or self.chained.initial_state()
+            up = self.chained.upstream(mine, Batch(records, ends))
+            _merge(new_state, delta, f"p{p}/", up)
+            dead.append(up.dead_letters)
+            for bucket, part in self.chained.buckets(up.changes, self.buckets).items():
+                moved.setdefault(bucket, []).append(part)
+        changes = []
+        for bucket, parts in sorted(moved.items()):
+            down = self.chained.downstream(_slice(state, f"b{bucket}/"), pa.concat_tables(parts))
+            _merge(new_state, delta, f"b{bucket}/", down)
+            changes.append(down.changes)
+        schema = self.chained.output_schema({})
+        return Step(
+            new_state,
+            combine(changes, schema),
+            pa.concat_tables(dead) if dead else empty_dead_letters(),
+            delta,
+        )
+
+
+def _slice(state: dict, prefix: str) -> dict:
+    return {n[len(prefix) :]: t for n, t in state.items() if n.startswith(prefix)}
+
+
+def _merge(state: dict, delta: dict, prefix: str, step: Step) -> None:
+    state.update({prefix + n: t for n, t in step.state.items()})
+    delta.update({prefix + n: d for n, d in step.delta.items()})
+
+
+@pytest.mark.parametrize("buckets", [1, 3])
+@given(scenario=changelogs())
+def test_the_halves_per_partition_and_bucket_equal_the_group_by(
+    scenario: Any, buckets: int
+) -> None:
+    plan = (
+        TOPIC.table()
+        .rows()
+        .group_by("note", window=Tumbling(WINDOW), time="ts", aggregations=AGGREGATIONS)
+    )
+    by = SHAPES["by-column-and-window"][2]
+
+    def expected(prefix: Any) -> Any:
+        table = reference.compaction(
+            scenario.log, prefix, "events", ["k"], ["q", "f", "note", "ts"]
+        )
+        return grouped(list(table.values()), by), set()
+
+    run(PerPartition(plan.operator, buckets), [EVENTS], scenario, expected)
 
 
 @given(scenario=changelogs())
