@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from collections.abc import Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
@@ -66,6 +67,7 @@ class BatchWriter:
         deployment: Deployment,
         publisher: ChangelogPublisher | None = None,
         partitions: StatePartitions | None = None,
+        client: Mapping[str, str] | None = None,
     ) -> None:
         self.pipeline = pipeline
         self.deployment = deployment
@@ -79,7 +81,7 @@ class BatchWriter:
         if stateful:
             assert partitions is not None, "a plan runs with its state partitions"
             self.planned = PlannedBatch(
-                pipeline, deployment, self.table, self.dead_letters, partitions
+                pipeline, deployment, self.table, self.dead_letters, partitions, client
             )
         self.change_schema = pipeline.table.change_schema(pipeline.table_schema)
         self.publisher = publisher

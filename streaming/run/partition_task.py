@@ -1,13 +1,15 @@
 """One state partition of a stateful plan, run as part of a Spark task on an executor.
 
 A task of a plan's micro-batch reads the raw records of one or more input partition numbers (the
-Kafka source puts partition ``p`` of every input in the same task). For each partition number it
-holds records of, it decodes them per topic, runs the plan's operator on them with the state of
-that partition, writes the state's changes to the partition's store, writes the table's changes
-as one data file and the partition's dead letters as another, and returns one small row: the
-files' entries, the changed keys (about 30 bytes a change) and the state's new version. A plan
-that publishes its changes sends the partition's share from here too. Neither the records nor
-the output rows leave the executor.
+Kafka source puts partition ``p`` of every input in the same task). The source hands it only the
+offset ranges (``rangesOnly``) and the task reads them from Kafka itself, so the records go from
+the broker to the Python process that computes on them without a pass through the JVM. For each
+partition number it holds records of, it decodes them per topic, runs the plan's operator on
+them with the state of that partition, writes the state's changes to the partition's store,
+writes the table's changes as one data file and the partition's dead letters as another, and
+returns one small row: the files' entries, the changed keys (about 30 bytes a change) and the
+state's new version. A plan that publishes its changes sends the partition's share from here
+too. Neither the records nor the output rows leave the executor.
 
 The state of a partition is kept between batches in this Python worker (``_HELD``), at the
 version the task wrote. A task given the partition's committed version loads it from the store,
@@ -31,7 +33,9 @@ from streaming.define.topic import Topic
 from streaming.delta.data_files import ShareWriter, share_schema
 from streaming.delta.dead_letters import ENTRY_SCHEMA, LETTER_SCHEMA, DeadLetterFiles
 from streaming.deployment.record import WHOLE_STATE, state_partition_path
-from streaming.kafka.reader import kept_record_schema
+from streaming.errors import RunError
+from streaming.kafka.offsets import PartitionRange
+from streaming.kafka.reader import arrow_schema, kept_record_schema, read_ranges
 from streaming.kafka.value_decoder import ValueDecoder
 from streaming.operators import Batch, Step
 from streaming.operators.changes import no_changes
@@ -89,12 +93,16 @@ class PartitionTask:
     # A regrouping plan's first half (``streaming.run.group_task``): the moved partials go to
     # this many buckets instead of the table.
     buckets: int = 0
+    # The Kafka client settings, when the source hands the task offset ranges to read.
+    client: Mapping[str, str] | None = None
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         received = [b for b in batches if b.num_rows]
         if not received:
             return
-        raw = normalized(pa.Table.from_batches(received))
+        raw = self._records(pa.Table.from_batches(received))
+        if raw.num_rows == 0:
+            return
         if self.whole:
             groups = {WHOLE_STATE: raw}
         else:
@@ -106,6 +114,23 @@ class PartitionTask:
             schema = result_schema(self.writer.key_type)
         for partition, records in groups.items():
             yield from self.run_partition(partition, records).cast(schema).to_batches()
+
+    def _records(self, rows: pa.Table) -> pa.Table:
+        """The task's records: ``rows`` themselves, or read from the ranges they list."""
+        if "start" not in rows.column_names:
+            return normalized(rows)
+        if self.client is None:
+            msg = "the source hands the task offset ranges, but the task has no Kafka client"
+            raise RunError(msg)
+        ranges = [
+            PartitionRange(topic, partition, start, end)
+            for topic, partition, start, end in zip(
+                *(rows[c].to_pylist() for c in ("topic", "partition", "start", "end")),
+                strict=True,
+            )
+        ]
+        read = list(read_ranges(self.client, ranges))
+        return normalized(pa.Table.from_batches(read, schema=arrow_schema(False)))
 
     def run_partition(self, partition: int, raw: pa.Table) -> pa.Table:
         """Apply this batch's records of one partition; returns its result row (and, in a

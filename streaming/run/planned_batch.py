@@ -61,7 +61,10 @@ class PlannedBatch:
         table: CompactedTable,
         dead_letters: DeadLetters,
         partitions: StatePartitions,
+        client: Mapping[str, str] | None = None,
     ) -> None:
+        """``client``: the Kafka client settings with which the tasks read their records, when
+        the source hands them offset ranges (``rangesOnly``)."""
         assert pipeline.plan is not None
         self.plan = pipeline.plan
         self.schema = pipeline.table_schema
@@ -69,6 +72,7 @@ class PlannedBatch:
         self.table = table
         self.dead_letters = dead_letters
         self.partitions = partitions
+        self.client = dict(client) if client is not None else None
         self._versions: tuple[int | None, dict[int, int]] | None = None  # (as of batch, versions)
         self._partition_sets: dict[str, set[str]] | None = None
         # A plan over another's table whose first half splits by input partition regroups its
@@ -101,6 +105,7 @@ class PlannedBatch:
             writer=writer,
             dead=self.dead_letters.files,
             publisher=publisher,
+            client=self.client,
         )
         from pyspark.sql.pandas.types import from_arrow_schema
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
@@ -21,7 +21,7 @@ from streaming.kafka.log import KafkaLog
 if TYPE_CHECKING:
     from streaming.define.pipeline import Pipeline
     from streaming.deployment import Deployment
-    from streaming.run.micro_batch import BatchWriter
+    from streaming.run.micro_batch import BatchResult, BatchWriter
     from streaming.settings import Settings
 
 
@@ -167,7 +167,7 @@ def take_snapshot(
         t: {str(p): max(0, end - committed.get(t, {}).get(p, 0)) for p, end in parts.items()}
         for t, parts in latest.items()
     }
-    progress = last_progress or {}
+    arrived, processed = batch_rates(writer.results)
     table = writer.table
     return Snapshot(
         pipeline=pipeline.name,
@@ -181,8 +181,8 @@ def take_snapshot(
         total_lag=off.total_lag(committed, latest),
         batches=writer.totals.batches,
         records_processed=writer.totals.input_rows,
-        input_rows_per_s=float(progress.get("inputRowsPerSecond") or 0.0),
-        processed_rows_per_s=float(progress.get("processedRowsPerSecond") or 0.0),
+        input_rows_per_s=arrived,
+        processed_rows_per_s=processed,
         last_batch_duration_s=last.duration_s if last else 0.0,
         last_batch_at=last.finished_at if last else None,
         table_rows=table.row_count(),
@@ -193,6 +193,20 @@ def take_snapshot(
         duration_s=time.time() - started,
         fingerprint_drift=fingerprint_drift,
     )
+
+
+def batch_rates(results: Sequence[BatchResult]) -> tuple[float, float]:
+    """Records per second (arrived, processed) of the last batch this run committed, from the
+    writer's own counts: Spark's progress counts the rows the source hands over, which for a
+    plan are offset ranges, not records."""
+    done = [r for r in results if not r.skipped]
+    if not done:
+        return 0.0, 0.0
+    last = done[-1]
+    processed = last.input_rows / last.duration_s if last.duration_s > 0 else 0.0
+    if len(done) < 2 or last.finished_at <= done[-2].finished_at:
+        return processed, processed
+    return last.input_rows / (last.finished_at - done[-2].finished_at), processed
 
 
 def reported_ends(

@@ -66,7 +66,8 @@ class PipelineRunner:
         # Connects on first use, reused per report.
         self._log = KafkaLog.of(settings.kafka)
         self.partitions = self._state_partitions()
-        self.writer = BatchWriter(pipeline, deployment, publisher, self.partitions)
+        client = settings.kafka.client_config()
+        self.writer = BatchWriter(pipeline, deployment, publisher, self.partitions, client)
         self.alignment = LiveAlignment(deployment) if options.follow_live else None
 
     def _state_partitions(self) -> StatePartitions | None:
@@ -94,7 +95,9 @@ class PipelineRunner:
         # plan's task holds partition p of every input (its state partition), or everything.
         tasks = self.spark.sparkContext.defaultParallelism
         if self.partitions is not None:
-            reader = reader.option("coPartition", "true")
+            # The plan's tasks read their records themselves (PartitionTask): the source hands
+            # them only the offset ranges, so no record passes through the JVM.
+            reader = reader.option("coPartition", "true").option("rangesOnly", "true")
             tasks = tasks if self.partitions.by_partition else 1
         reader = reader.option("maxPartitions", str(tasks))
         reader = reader.option("minPartitionRecords", str(off.MIN_TASK_RECORDS))
