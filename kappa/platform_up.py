@@ -161,7 +161,9 @@ def _ready(api: DagsterApi) -> bool:
 
 
 def _terminate_runs(settings: Settings, timeout_s: float = 40.0) -> None:
-    api = DagsterApi(settings, timeout_s=5.0)
+    # Generous: at Ctrl-C the machine may be busy with every deployment's last batch, and a
+    # GraphQL call that times out leaves the runs to be killed with the process tree instead.
+    api = DagsterApi(settings, timeout_s=20.0)
     try:
         active = api.active_runs()
         api.terminate([r.run_id for r in active])
