@@ -39,14 +39,6 @@ from streaming.run.publication import PartitionPublisher
 from streaming.state import StateStore
 
 
-class _NoGroups:
-    """A bucket's state before its first batch: no groups."""
-
-    @staticmethod
-    def initial_state() -> dict[str, pa.Table]:
-        return {}
-
-
 @dataclass(frozen=True)
 class GroupTask:
     """What every task of a batch's second half needs; small and picklable."""
@@ -79,7 +71,7 @@ class GroupTask:
         partition = group_state(bucket)
         store = StateStore(state_partition_path(self.state_root, partition))
         committed = self.versions.get(partition)
-        state = held_state(store, self.state_root, partition, committed, _NoGroups)
+        state = held_state(store, self.state_root, partition, committed, dict)  # no groups yet
         step = self.plan.operator.downstream(state, moved)  # type: ignore[attr-defined]
         keep_state(store, self.state_root, partition, self.batch_id, committed, step)
         changes = self.plan.finish(step.changes, self.table_schema)

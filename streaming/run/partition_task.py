@@ -21,10 +21,9 @@ failed is redone from the committed state.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -146,7 +145,9 @@ class PartitionTask:
         regrouping plan's first half, its rows of moved partials)."""
         store = StateStore(state_partition_path(self.state_root, partition))
         committed = self.versions.get(partition)
-        state = held_state(store, self.state_root, partition, committed, self.plan.operator)
+        state = held_state(
+            store, self.state_root, partition, committed, self.plan.operator.initial_state
+        )
         records: dict[str, pa.Table] = {}
         bad: list[pa.Table] = []
         for topic in self.plan.inputs:
@@ -202,15 +203,19 @@ class PartitionTask:
 
 
 def held_state(
-    store: StateStore, root: str, partition: int, committed: int | None, operator: Any
+    store: StateStore,
+    root: str,
+    partition: int,
+    committed: int | None,
+    initial: Callable[[], State],
 ) -> State:
-    """A state partition's committed state: held by this worker, caught up, or loaded (the
-    operator's initial state when nothing is committed)."""
+    """A state partition's committed state: held by this worker, caught up, or loaded
+    (``initial()`` when nothing is committed)."""
     with _LOCK:
         held = _HELD.get((root, partition))
     if committed is None:
         store.load(None)
-        return operator.initial_state()
+        return initial()
     if held is not None and held[0] == committed:
         store.load(committed, held)  # positions the store; reads nothing
         return held[1]
