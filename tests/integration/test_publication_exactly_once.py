@@ -1,11 +1,14 @@
 """A published batch is seen once by ``read_committed`` readers across crashes of its publisher:
 a publication that died before its Kafka commit is aborted and published again by the next
 incarnation, and a batch already committed to Kafka (the table's commit never happened) is not
-sent again when replayed. The crash is a real one: a child process killed by SIGKILL."""
+sent again when replayed. The crash is a real one: a child process killed by SIGKILL. A state
+partition's share is seen once too when its batches are published by one worker process, then
+another, then the first again (Spark hands a batch's task any idle worker)."""
 
 from __future__ import annotations
 
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -17,10 +20,16 @@ import pyarrow as pa
 import pytest
 
 from streaming.deployment import Deployment
-from streaming.run.publication import ChangelogPublisher, PublicationError, Published
+from streaming.run.publication import (
+    ChangelogPublisher,
+    PartitionPublisher,
+    PublicationError,
+    Published,
+)
 from streaming.settings import REPO_ROOT, Settings
 from streaming.versions.live_pointer import claim_first, read_live
-from tests.integration.helpers import published_once, replay_published
+from streaming.wait import wait_until
+from tests.integration.helpers import PublishedRecord, published_once, replay_published
 
 pytestmark = pytest.mark.integration
 
@@ -53,6 +62,19 @@ CRASHING_PUBLISHER = textwrap.dedent(
     deployment = Deployment(PIPELINE, "v1", settings.home)
     batch = int(sys.argv[1])
     ChangelogPublisher(settings, deployment, TOPIC, KEY).publish(changes(batch), batch)
+    """
+)
+
+# Another worker process: publishes its share of the pickled partition publisher's batch, as a
+# Spark task does with the publisher the driver shipped to it.
+OTHER_WORKER = textwrap.dedent(
+    """
+    import pickle, sys
+
+    from tests.integration.test_publication_exactly_once import changes
+
+    publisher = pickle.loads(sys.stdin.buffer.read())
+    print(publisher.publish(int(sys.argv[1]), changes(publisher.batch_id)))
     """
 )
 
@@ -94,6 +116,21 @@ def _since(settings: Settings) -> float:
     return live.since
 
 
+def _committed(settings: Settings, expected: dict[int, int]) -> list[PublishedRecord]:
+    """What ``read_committed`` readers see, once it is ``expected`` records per batch (or after
+    30 s): a commit's markers reach the topic's partitions just after the commit returns, and
+    until then such a reader stops short of the batch's records on some partitions."""
+    seen: list[PublishedRecord] = []
+
+    def complete() -> bool:
+        nonlocal seen
+        seen = replay_published(settings, TOPIC)
+        return published_once(seen, DEPLOYMENT) == expected
+
+    wait_until(complete, 30)
+    return seen
+
+
 def test_a_publication_that_died_before_its_commit_is_seen_once(settings, broker):
     claim_first(settings.home, PIPELINE, "v1", "first deployment")
     first = _publisher(settings)
@@ -111,7 +148,7 @@ def test_a_publication_that_died_before_its_commit_is_seen_once(settings, broker
     assert restarted.publish(changes(1), 1) == ROWS + 1
     assert restarted.published() == Published(1, _since(settings))
 
-    seen = replay_published(settings, TOPIC)
+    seen = _committed(settings, {0: ROWS, 1: ROWS + 1})
     assert published_once(seen, DEPLOYMENT) == {0: ROWS, 1: ROWS + 1}
     # Batch 1 is twice in the log: the aborted copy, which readers skip, and the committed one.
     logged = replay_published(settings, TOPIC, "read_uncommitted")
@@ -138,10 +175,45 @@ def test_a_replayed_batch_already_committed_to_kafka_sends_nothing(settings, bro
     with pytest.raises(PublicationError, match="fenced"):
         first.publish(changes(2), 2)
     assert replayed.publish(changes(2), 2) == ROWS + 1
-    assert published_once(replay_published(settings, TOPIC), DEPLOYMENT) == {
-        0: ROWS,
-        1: ROWS + 1,
-        2: ROWS + 1,
-    }
+    expected = {0: ROWS, 1: ROWS + 1, 2: ROWS + 1}
+    assert published_once(_committed(settings, expected), DEPLOYMENT) == expected
     assert replayed.published() == Published(2, _since(settings))
     replayed.close()
+
+
+def _in_other_worker(settings: Settings, publisher: PartitionPublisher, partition: int) -> int:
+    proc = subprocess.run(
+        [sys.executable, "-c", OTHER_WORKER, str(partition)],
+        input=pickle.dumps(publisher),
+        env={**os.environ, **settings.to_env()},
+        cwd=REPO_ROOT,
+        capture_output=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr.decode()[-3000:]
+    return int(proc.stdout.split()[-1])
+
+
+def test_a_partition_published_by_one_worker_then_another_is_seen_once(settings, broker):
+    claim_first(settings.home, PIPELINE, "v1", "first deployment")
+    driver = _publisher(settings)
+    partition = 3
+    sent: dict[int, int] = {}
+    # Batches 0 and 2 here, 1 in another worker (its producer fences this one's), then batch 2
+    # replayed there (its commit "failed"), then batch 3 here again.
+    for batch, here in [(0, True), (1, False), (2, True), (2, False), (3, True)]:
+        with driver.batch(batch) as publisher:
+            assert publisher is not None
+            if here:
+                count = publisher.publish(partition, changes(batch))
+            else:
+                count = _in_other_worker(settings, publisher, partition)
+        sent[batch] = sent.get(batch, 0) + count
+
+    expected = {0: ROWS, 1: ROWS + 1, 2: ROWS + 1, 3: ROWS + 1}
+    assert sent == expected
+    seen = _committed(settings, expected)
+    assert published_once(seen, DEPLOYMENT) == expected
+    # And no aborted copy of a batch is in the log either.
+    assert replay_published(settings, TOPIC, "read_uncommitted") == seen
+    driver.close()
