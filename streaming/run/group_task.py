@@ -55,6 +55,8 @@ class GroupTask:
         received = [b for b in batches if b.num_rows]
         if not received:
             return
+        if self.publisher is not None:
+            self.publisher.prepare()  # the host starts while the buckets fold
         rows = pa.Table.from_batches(received)
         schema = result_schema(self.writer.key_type)
         passed = rows.filter(pc.is_null(rows["bucket"]))

@@ -100,6 +100,8 @@ class PartitionTask:
         received = [b for b in batches if b.num_rows]
         if not received:
             return
+        if self.publisher is not None:
+            self.publisher.prepare()  # the host starts while the partitions compute
         raw = self._records(pa.Table.from_batches(received))
         if raw.num_rows == 0:
             return
@@ -113,9 +115,9 @@ class PartitionTask:
         else:
             schema = result_schema(self.writer.key_type)
         if self.publisher is not None and len(groups) > 1:
-            # A partition's publish mostly waits on the broker (its transaction's commit, and a
-            # fresh producer's init when another worker ran the partition last), so the task's
-            # partitions run side by side rather than one wait after another.
+            # A partition's publish mostly waits on the broker (its transaction's commit, through
+            # the executor's publisher host), so the task's partitions run side by side rather
+            # than one wait after another.
             with ThreadPoolExecutor(len(groups), thread_name_prefix="partition") as pool:
                 rows = list(pool.map(lambda item: self.run_partition(*item), groups.items()))
         else:

@@ -27,8 +27,10 @@ become visible together or not at all:
 A stateful plan's changes are published where they are computed: each state partition's task
 publishes its share of a batch (:class:`PartitionPublisher`) in a transaction of its own
 producer (``transactional.id`` and group suffixed ``-p<partition>``), which commits that
-partition's position; the driver (:meth:`ChangelogPublisher.batch`) holds the live pointer for
-the batch, decides whether the deployment publishes at all, and does the handover. A reader then
+partition's position. The producer lives in the executor's publisher host
+(``streaming.run.publisher_host``), so it stays open whichever Python worker runs the task. The
+driver (:meth:`ChangelogPublisher.batch`) holds the live pointer for the batch, decides whether
+the deployment publishes at all, and does the handover. A reader then
 sees each partition's share of a batch once and whole (a batch's shares become visible one
 partition at a time).
 
@@ -147,7 +149,8 @@ def send_batch(
 class PartitionPublisher:
     """Publishes state partitions' shares of one batch, in the tasks that compute them; small
     and picklable. Each partition has its own transactional producer and position group (the
-    deployment's, suffixed ``-p<partition>``), kept open in the worker between batches."""
+    deployment's, suffixed ``-p<partition>``), kept open between batches by the executor's
+    publisher host (``streaming.run.publisher_host``)."""
 
     client: Mapping[str, str]
     topic: str
@@ -160,54 +163,94 @@ class PartitionPublisher:
 
     def publish(self, partition: int, changes: pa.Table) -> int:
         """Send ``partition``'s changes of the batch with its position, once (module
-        docstring); returns how many records were sent (0 when this batch was sent before)."""
-        try:
-            return self._publish(partition, changes)
-        except TransactionError:
-            # Another worker ran this partition since this one last published, and its
-            # producer fenced this one's (librdkafka then reports only a fatal error): a fresh
-            # producer takes over, its init settling what the old one left open, and the
-            # position says whether the batch went out. A second failure is real.
-            _forget_writer(self._names(partition)[0])
-            try:
-                return self._publish(partition, changes)
-            except TransactionError as again:
-                raise PublicationError(f"publishing to {self.topic!r}: {again}") from None
+        docstring), through this executor's publisher host; returns how many records were sent
+        (0 when this batch was sent before)."""
+        from streaming.run import publisher_host
 
-    def _publish(self, partition: int, changes: pa.Table) -> int:
-        writer = _writer(self.client, *self._names(partition))
-        position = writer.position(self.topic, POSITION_PARTITION)
-        done = _position(position.metadata) if position is not None else None
-        if done is not None and done.live_since == self.live_since and done.batch >= self.batch_id:
-            return 0
-        records = change_records(changes, self.key)
-        return send_batch(
-            writer, self.topic, records, self.deployment, self.batch_id, self.live_since
+        transactional_id, group = self._names(partition)
+        share = Share(
+            client=dict(self.client),
+            transactional_id=transactional_id,
+            group=group,
+            topic=self.topic,
+            deployment=self.deployment,
+            batch_id=self.batch_id,
+            live_since=self.live_since,
         )
+        try:
+            return publisher_host.publish(share, lambda: change_records(changes, self.key))
+        except publisher_host.HostError as exc:
+            raise PublicationError(f"publishing to {self.topic!r}: {exc}") from None
+
+    def prepare(self) -> None:
+        """Start this executor's publisher host if it is not running, without waiting."""
+        from streaming.run import publisher_host
+
+        publisher_host.prepare()
 
     def _names(self, partition: int) -> tuple[str, str]:
         return f"{self.transactional_id}-p{partition}", f"{self.group}-p{partition}"
 
 
-# This worker's open transactional producers, by transactional id.
+@dataclass(frozen=True)
+class Share:
+    """One state partition's share of a batch, as a task asks its executor's publisher host to
+    send it (its records follow in chunks)."""
+
+    client: dict[str, str]
+    transactional_id: str  # the partition's
+    group: str  # the partition's position group
+    topic: str
+    deployment: str
+    batch_id: int
+    live_since: float | None
+
+    def sent_before(self) -> bool:
+        """Whether the partition's position says this batch was published (under this switch
+        of the live pointer). Opens the partition's producer in this process first."""
+        writer = share_writer(self)
+        position = writer.position(self.topic, POSITION_PARTITION)
+        done = _position(position.metadata) if position is not None else None
+        return (
+            done is not None and done.live_since == self.live_since and done.batch >= self.batch_id
+        )
+
+    def send(self, records: Iterable[Record]) -> int:
+        """Send ``records`` and the partition's position in one transaction."""
+        return send_batch(
+            share_writer(self), self.topic, records, self.deployment, self.batch_id, self.live_since
+        )
+
+
+# This process's open transactional producers (the publisher host's), by transactional id.
 _WRITERS: dict[str, TransactionalProducer] = {}
 _WRITERS_LOCK = threading.Lock()
 
 
-def _writer(client: Mapping[str, str], transactional_id: str, group: str) -> TransactionalProducer:
+def share_writer(share: Share) -> TransactionalProducer:
+    """The partition's producer, kept open in this process between batches."""
     with _WRITERS_LOCK:
-        writer = _WRITERS.get(transactional_id)
+        writer = _WRITERS.get(share.transactional_id)
         if writer is None:
-            writer = _WRITERS[transactional_id] = TransactionalProducer(
-                client, transactional_id, group
-            )
+            writer = TransactionalProducer(share.client, share.transactional_id, share.group)
+            _WRITERS[share.transactional_id] = writer
         return writer
 
 
-def _forget_writer(transactional_id: str) -> None:
+def forget_writer(share: Share) -> None:
+    """Close the partition's producer (it was fenced): the next use opens a fresh one."""
     with _WRITERS_LOCK:
-        writer = _WRITERS.pop(transactional_id, None)
+        writer = _WRITERS.pop(share.transactional_id, None)
     if writer is not None:
+        writer.close()
+
+
+def close_writers() -> None:
+    """Close every producer this process holds (each aborts a transaction it left open)."""
+    with _WRITERS_LOCK:
+        writers = list(_WRITERS.values())
+        _WRITERS.clear()
+    for writer in writers:
         writer.close()
 
 

@@ -18,6 +18,7 @@ WORKER_MODULES = (
     "streaming.kafka.decode",
     "streaming.run.executor_writes",
     "streaming.run.partition_task",
+    "streaming.run.publisher_host",
 )
 HEAVY = ("pandas", "pyarrow.dataset", "pydantic", "great_expectations", "dagster", "deltalake")
 
