@@ -31,7 +31,6 @@ open transaction with it, and the next host's producer aborts it when it opens.
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import itertools
 import os
@@ -64,33 +63,37 @@ def publish(share: Share, records: Callable[[], Iterable[Record]], owner: int | 
     ``share`` with ``records()``, once; starts the host if none answers. Returns how many
     records were sent (0 when the batch had been). Raises HostError with the host's message."""
     owner = os.getppid() if owner is None else owner
-    for attempt in range(2):
-        try:
-            with _connect(owner) as connection:
-                connection.send(share)
+    status, value = _request(share, records, owner)
+    if status == "retry":  # the host replaced a fenced producer: once more, from the start
+        status, value = _request(share, records, owner)
+    if status == "skip":
+        return 0
+    if status != "ok":
+        raise HostError(value)
+    return value
+
+
+def _request(share: Share, records: Callable[[], Iterable[Record]], owner: int) -> tuple[str, Any]:
+    """Steps 1-4 of the protocol (module docstring); the host's last answer."""
+    try:
+        with _connect(owner) as connection:
+            connection.send(share)
+            status, value = connection.recv()
+            if status == "send":
+                for chunk in _chunks(records(), CHUNK_RECORDS):
+                    connection.send(chunk)
+                connection.send(None)
                 status, value = connection.recv()
-                if status == "send":
-                    for chunk in _chunks(records(), CHUNK_RECORDS):
-                        connection.send(chunk)
-                    connection.send(None)
-                    status, value = connection.recv()
-        except (EOFError, OSError) as exc:
-            msg = f"the publisher host of process {owner} went away during a request: {exc}"
-            raise HostError(msg) from None
-        if status == "skip":
-            return 0
-        if status == "ok":
-            return value
-        if status != "retry" or attempt:
-            raise HostError(value)
-    raise AssertionError("unreachable")
+    except (EOFError, OSError) as exc:
+        msg = f"the publisher host of process {owner} went away during a request: {exc}"
+        raise HostError(msg) from None
+    return status, value
 
 
 def host_pid(owner: int) -> int | None:
     """The pid of ``owner``'s host, or None when none answers (starts none)."""
-    try:
-        connection = Client(str(socket_path(owner)), family="AF_UNIX")
-    except (FileNotFoundError, ConnectionRefusedError):
+    connection = _dial(socket_path(owner))
+    if connection is None:
         return None
     with connection:
         connection.send(_PING)
@@ -118,26 +121,27 @@ def prepare(owner: int | None = None) -> None:
     computation."""
     owner = os.getppid() if owner is None else owner
     path = socket_path(owner)
-    try:
-        Client(str(path), family="AF_UNIX").close()
-    except (FileNotFoundError, ConnectionRefusedError):
+    # The socket's presence is enough here: a dead host's is found out, and replaced, when the
+    # task connects to publish.
+    if not path.exists():
         _start(path, owner)
 
 
 def _connect(owner: int) -> Connection:
     """A connection to ``owner``'s host, started if none answers."""
     path = socket_path(owner)
-    with contextlib.suppress(FileNotFoundError, ConnectionRefusedError):
-        return Client(str(path), family="AF_UNIX")
+    connection = _dial(path)
+    if connection is not None:
+        return connection
     process = _start(path, owner)
     connected: list[Connection] = []
 
     def answered() -> bool:
-        try:
-            connected.append(Client(str(path), family="AF_UNIX"))
-        except (FileNotFoundError, ConnectionRefusedError):
+        connection = _dial(path)
+        if connection is None:
             # Exit code 0: another host holds the lock and is about to answer.
             return process.poll() not in (None, 0)
+        connected.append(connection)
         return True
 
     wait_until(answered, START_TIMEOUT_S, interval_s=0.02)
@@ -148,6 +152,14 @@ def _connect(owner: int) -> Connection:
         msg = f"the publisher host for process {owner} {state}; see {log}"
         raise HostError(msg)
     return connected[0]
+
+
+def _dial(path: Path) -> Connection | None:
+    """A connection to the host listening on ``path``, or None when none does."""
+    try:
+        return Client(str(path), family="AF_UNIX")
+    except (FileNotFoundError, ConnectionRefusedError):
+        return None
 
 
 def _start(path: Path, owner: int) -> subprocess.Popen[bytes]:
@@ -189,7 +201,7 @@ def serve(path: Path, owner: int) -> None:
     # flight finish: the host serves on until its owner is gone.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    _sweep(path.parent, pid_alive)
+    _sweep(path.parent)
     # The host holds its lock for life: a second host started for the same owner (two workers
     # found none at once) leaves, and a socket left by a dead host is safe to replace.
     held = open(path.with_suffix(".lock"), "w")  # noqa: SIM115 (held until the process ends)
@@ -285,10 +297,12 @@ def _chunks(records: Iterable[Record], size: int) -> Iterator[list[Record]]:
         yield chunk
 
 
-def _sweep(directory: Path, alive: Callable[[int], bool]) -> None:
+def _sweep(directory: Path) -> None:
     """Remove what hosts killed outright (their process group was) left behind."""
+    from streaming.processes import pid_alive
+
     for leftover in directory.iterdir():
-        if leftover.stem.isdigit() and not alive(int(leftover.stem)):
+        if leftover.stem.isdigit() and not pid_alive(int(leftover.stem)):
             leftover.unlink(missing_ok=True)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -226,6 +227,39 @@ def published_once(records: list[PublishedRecord], deployment: str) -> dict[int,
     repeated = sorted(batch_key for batch_key, n in sent.items() if n > 1)
     assert not repeated, f"{len(repeated)} keys published twice in one batch: {repeated[:5]}"
     return dict(Counter(batch for batch, _ in sent.elements()))
+
+
+def committed_records(
+    settings: Settings, topic: str, deployment: str, expected: dict[int, int]
+) -> list[PublishedRecord]:
+    """What ``read_committed`` readers see of ``topic``, once ``deployment``'s batches hold
+    ``expected`` records each (or after 30 s): a commit's markers reach the topic's partitions
+    just after the commit returns, and until then such a reader stops short of the batch's
+    records on some partitions."""
+    seen: list[PublishedRecord] = []
+
+    def complete() -> bool:
+        nonlocal seen
+        seen = replay_published(settings, topic)
+        return published_once(seen, deployment) == expected
+
+    wait_until(complete, 30)
+    return seen
+
+
+def in_other_process(settings: Settings, script: str, payload: object, *args: str) -> str:
+    """Run ``script`` in a new Python process with the settings' environment and ``payload``
+    pickled on its stdin (as Spark ships a task to a worker); returns the last word it printed."""
+    proc = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        input=pickle.dumps(payload),
+        env={**os.environ, **settings.to_env()},
+        cwd=REPO_ROOT,
+        capture_output=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr.decode()[-3000:]
+    return proc.stdout.split()[-1].decode()
 
 
 def late_dead_letters(settings: Settings, name: str, version: str) -> set[tuple[str, int, int]]:

@@ -8,7 +8,6 @@ another, then the first again (Spark hands a batch's task any idle worker)."""
 from __future__ import annotations
 
 import os
-import pickle
 import signal
 import subprocess
 import sys
@@ -22,14 +21,17 @@ import pytest
 from streaming.deployment import Deployment
 from streaming.run.publication import (
     ChangelogPublisher,
-    PartitionPublisher,
     PublicationError,
     Published,
 )
 from streaming.settings import REPO_ROOT, Settings
 from streaming.versions.live_pointer import claim_first, read_live
-from streaming.wait import wait_until
-from tests.integration.helpers import PublishedRecord, published_once, replay_published
+from tests.integration.helpers import (
+    committed_records,
+    in_other_process,
+    published_once,
+    replay_published,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -116,21 +118,6 @@ def _since(settings: Settings) -> float:
     return live.since
 
 
-def _committed(settings: Settings, expected: dict[int, int]) -> list[PublishedRecord]:
-    """What ``read_committed`` readers see, once it is ``expected`` records per batch (or after
-    30 s): a commit's markers reach the topic's partitions just after the commit returns, and
-    until then such a reader stops short of the batch's records on some partitions."""
-    seen: list[PublishedRecord] = []
-
-    def complete() -> bool:
-        nonlocal seen
-        seen = replay_published(settings, TOPIC)
-        return published_once(seen, DEPLOYMENT) == expected
-
-    wait_until(complete, 30)
-    return seen
-
-
 def test_a_publication_that_died_before_its_commit_is_seen_once(settings, broker):
     claim_first(settings.home, PIPELINE, "v1", "first deployment")
     first = _publisher(settings)
@@ -148,7 +135,7 @@ def test_a_publication_that_died_before_its_commit_is_seen_once(settings, broker
     assert restarted.publish(changes(1), 1) == ROWS + 1
     assert restarted.published() == Published(1, _since(settings))
 
-    seen = _committed(settings, {0: ROWS, 1: ROWS + 1})
+    seen = committed_records(settings, TOPIC, DEPLOYMENT, {0: ROWS, 1: ROWS + 1})
     assert published_once(seen, DEPLOYMENT) == {0: ROWS, 1: ROWS + 1}
     # Batch 1 is twice in the log: the aborted copy, which readers skip, and the committed one.
     logged = replay_published(settings, TOPIC, "read_uncommitted")
@@ -176,22 +163,10 @@ def test_a_replayed_batch_already_committed_to_kafka_sends_nothing(settings, bro
         first.publish(changes(2), 2)
     assert replayed.publish(changes(2), 2) == ROWS + 1
     expected = {0: ROWS, 1: ROWS + 1, 2: ROWS + 1}
-    assert published_once(_committed(settings, expected), DEPLOYMENT) == expected
+    seen = committed_records(settings, TOPIC, DEPLOYMENT, expected)
+    assert published_once(seen, DEPLOYMENT) == expected
     assert replayed.published() == Published(2, _since(settings))
     replayed.close()
-
-
-def _in_other_worker(settings: Settings, publisher: PartitionPublisher, partition: int) -> int:
-    proc = subprocess.run(
-        [sys.executable, "-c", OTHER_WORKER, str(partition)],
-        input=pickle.dumps(publisher),
-        env={**os.environ, **settings.to_env()},
-        cwd=REPO_ROOT,
-        capture_output=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr.decode()[-3000:]
-    return int(proc.stdout.split()[-1])
 
 
 def test_a_partition_published_by_one_worker_then_another_is_seen_once(settings, broker):
@@ -207,12 +182,12 @@ def test_a_partition_published_by_one_worker_then_another_is_seen_once(settings,
             if here:
                 count = publisher.publish(partition, changes(batch))
             else:
-                count = _in_other_worker(settings, publisher, partition)
+                count = int(in_other_process(settings, OTHER_WORKER, publisher, str(partition)))
         sent[batch] = sent.get(batch, 0) + count
 
     expected = {0: ROWS, 1: ROWS + 1, 2: ROWS + 1, 3: ROWS + 1}
     assert sent == expected
-    seen = _committed(settings, expected)
+    seen = committed_records(settings, TOPIC, DEPLOYMENT, expected)
     assert published_once(seen, DEPLOYMENT) == expected
     # And no aborted copy of a batch is in the log either.
     assert replay_published(settings, TOPIC, "read_uncommitted") == seen

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import pickle
 import signal
 import subprocess
 import sys
@@ -23,7 +22,7 @@ from streaming.run import publisher_host
 from streaming.run.publication import Share
 from streaming.settings import REPO_ROOT, Settings
 from streaming.wait import wait_until
-from tests.integration.helpers import published_once, replay_published
+from tests.integration.helpers import committed_records, in_other_process, published_once
 
 pytestmark = pytest.mark.integration
 
@@ -80,30 +79,12 @@ def publish(settings: Settings, batch: int, owner: int) -> int:
 
 
 def from_other_worker(settings: Settings, request: Share, owner: int) -> int:
-    proc = subprocess.run(
-        [sys.executable, "-c", OTHER_WORKER],
-        input=pickle.dumps((request, owner)),
-        env={**os.environ, **settings.to_env()},
-        cwd=REPO_ROOT,
-        capture_output=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr.decode()[-3000:]
-    return int(proc.stdout.split()[-1])
+    return int(in_other_process(settings, OTHER_WORKER, (request, owner)))
 
 
 def committed(settings: Settings, expected: dict[int, int]) -> dict[int, int]:
-    """Per batch, what read_committed readers see, once it is ``expected`` (or after 30 s: a
-    commit's markers reach the partitions just after the commit returns)."""
-    seen: dict[int, int] = {}
-
-    def complete() -> bool:
-        nonlocal seen
-        seen = published_once(replay_published(settings, TOPIC), DEPLOYMENT)
-        return seen == expected
-
-    wait_until(complete, 30)
-    return seen
+    """Per batch, what read_committed readers see, once it is ``expected`` (or after 30 s)."""
+    return published_once(committed_records(settings, TOPIC, DEPLOYMENT, expected), DEPLOYMENT)
 
 
 def test_one_host_serves_every_worker_of_its_executor_and_leaves_with_it(
