@@ -106,7 +106,8 @@ class Plan:
 
         Takes ``Count``, ``Sum`` and ``Mean``; rows with a null group column count in no group.
         The rows stay where the inputs' partitions are and the groups are shuffled to buckets
-        of their own (``streaming.define.chaining``).
+        of their own (``streaming.define.chaining``). A stream's records are grouped by
+        ``topic.stream().group_by(...)`` instead (``streaming.define.inputs``).
         """
         try:
             then = TableAggregate(
