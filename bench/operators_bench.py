@@ -25,6 +25,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 from bench import operators_baseline as baseline
@@ -40,6 +41,8 @@ from streaming.operators import (
     WindowedAggregate,
 )
 from streaming.state import StateStore
+
+MS = timedelta(milliseconds=1)
 
 GRACE = 10 * wl.MINUTE
 HOUR = 60 * wl.MINUTE
@@ -64,7 +67,7 @@ def window_operator() -> WindowedAggregate:
     return WindowedAggregate(
         source=Source("transactions", time="ts"),
         key_columns=("customer_id",),
-        window=Tumbling(HOUR),
+        window=Tumbling(HOUR * MS),
         aggregations={
             "txn_count": Count(),
             "total_amount": Sum("amount"),

@@ -51,9 +51,11 @@ def enrich(record: dict[str, Any], state: KeyState) -> dict[str, Any] | None:
     return None
 
 
+PLAN = PROFILES.stream().process(enrich, SEARCHES.stream(), CLICKS.stream())
+
 PIPELINE = Pipeline(
     name="clicks_enriched",
     version=VERSION,
-    plan=PROFILES.stream().process(enrich, SEARCHES.stream(), CLICKS.stream()),
+    plan=PLAN,
     description="Each click with its user's profile and the search terms of the second before.",
 )

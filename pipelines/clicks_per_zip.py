@@ -8,17 +8,18 @@ counts; clicks of users with no profile then are not counted.
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pyarrow.compute as pc
 
-from pipelines.clicks_enriched import PIPELINE as CLICKS_ENRICHED
+from pipelines.clicks_enriched import PLAN as CLICKS_ENRICHED
 from quality.rules import Between
 from streaming.define import Count, Pipeline, Tumbling
 
 VERSION = "v1"
-HOUR_MS = 3_600_000
 
-PLAN = CLICKS_ENRICHED.plan.where(pc.field("zip_code").is_valid()).group_by(  # type: ignore[union-attr]
-    "zip_code", window=Tumbling(size_ms=HOUR_MS), time="ts", aggregations={"clicks": Count()}
+PLAN = CLICKS_ENRICHED.where(pc.field("zip_code").is_valid()).group_by(
+    "zip_code", window=Tumbling(timedelta(hours=1)), time="ts", aggregations={"clicks": Count()}
 )
 
 PIPELINE = Pipeline(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pyarrow.compute as pc
 
+from pipelines.topics import FRAUD_ALERTS
 from pipelines.transactions_enriched import PIPELINE as ENRICHED
 from streaming.define import Pipeline
 
@@ -18,6 +19,6 @@ PIPELINE = Pipeline(
     name="fraud_alerts",
     version=VERSION,
     plan=ENRICHED.output_topic().table().rows().where(pc.field("suspicious")),
-    publish="fraud_alerts",
+    publish=FRAUD_ALERTS,
     description="Suspicious transactions (from transactions_enriched), published to fraud_alerts.",
 )

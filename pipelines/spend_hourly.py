@@ -15,14 +15,14 @@ from streaming.define import Count, Max, Pipeline, Plan, Sum, Tumbling
 VERSION = "v1"
 
 
-def spend_per_window(size_ms: int) -> Plan:
-    """Per customer and tumbling window of ``size_ms`` on ``ts``: count, total and largest
-    amount (a version with other windows changes only the size)."""
+def spend_per_window(size: timedelta) -> Plan:
+    """Per customer and tumbling window of ``size`` on ``ts``: count, total and largest amount
+    (a version with other windows changes only the size)."""
     return (
         TRANSACTIONS.stream()
-        .window(
-            Tumbling(size_ms=size_ms),
-            by="customer_id",
+        .group_by(
+            "customer_id",
+            window=Tumbling(size),
             aggregations={
                 "txn_count": Count(),
                 "total_amount": Sum("amount"),
@@ -35,7 +35,7 @@ def spend_per_window(size_ms: int) -> Plan:
     )
 
 
-PLAN = spend_per_window(3_600_000)
+PLAN = spend_per_window(timedelta(hours=1))
 
 PIPELINE = Pipeline(
     name="spend_hourly",

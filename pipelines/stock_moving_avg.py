@@ -3,6 +3,8 @@ starting every minute, with the trade count and average price."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from pipelines.topics import TRADES
 from quality.rules import Between
 from streaming.define import Count, Hopping, Mean, Pipeline
@@ -11,9 +13,9 @@ VERSION = "v1"
 
 PLAN = (
     TRADES.stream()
-    .window(
-        Hopping(size_ms=300_000, advance_ms=60_000),
-        by="ticker",
+    .group_by(
+        "ticker",
+        window=Hopping(size=timedelta(minutes=5), advance=timedelta(minutes=1)),
         aggregations={"trade_count": Count(), "avg_price": Mean("price")},
     )
     .select("trade_count", "avg_price")

@@ -4,6 +4,7 @@ their minute; a producer that comes back hours late has its trades dead-lettered
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Literal
 
 from pipelines.topics import TRADES
@@ -11,7 +12,6 @@ from quality.rules import Between
 from streaming.define import Count, Max, Mean, Min, Pipeline, Plan, Sum, Tumbling
 
 VERSION = "v1"
-MINUTE_MS = 60_000
 STATISTICS = ("trade_count", "avg_price", "min_price", "max_price", "volume")
 
 
@@ -20,9 +20,9 @@ def per_minute(emit: Literal["updates", "final"] = "updates") -> Plan:
     when it closes."""
     return (
         TRADES.stream()
-        .window(
-            Tumbling(size_ms=MINUTE_MS),
-            by="ticker",
+        .group_by(
+            "ticker",
+            window=Tumbling(timedelta(minutes=1)),
             aggregations={
                 "trade_count": Count(),
                 "avg_price": Mean("price"),

@@ -1,4 +1,6 @@
-"""The demo's topics, declared once: every pipeline that reads a topic imports it from here."""
+"""The demo's topics, declared once: every pipeline that reads or publishes a topic imports it
+from here. A published topic's key and value schema are its table's: read one through its
+pipeline (``PIPELINE.output_topic()``)."""
 
 from __future__ import annotations
 
@@ -56,3 +58,8 @@ TRADES = Topic(
     time="ts",
     required=("trade_id", "price", "size"),
 )
+
+# Published by the pipelines of the same names.
+TRANSACTIONS_ENRICHED = Topic("transactions_enriched")
+FRAUD_ALERTS = Topic("fraud_alerts")
+STOCK_STATS_FINAL = Topic("stock_stats_final")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pyarrow.compute as pc
 
-from pipelines.topics import CUSTOMERS, TRANSACTIONS
+from pipelines.topics import CUSTOMERS, TRANSACTIONS, TRANSACTIONS_ENRICHED
 from quality.reference import ISO_3166_ALPHA2
 from quality.rules import Between, InSet
 from streaming.define import Pipeline
@@ -35,7 +35,7 @@ PIPELINE = Pipeline(
     name="transactions_enriched",
     version=VERSION,
     plan=PLAN,
-    publish="transactions_enriched",
+    publish=TRANSACTIONS_ENRICHED,
     quality=(InSet("country", tuple(sorted(ISO_3166_ALPHA2))), Between("amount", min_value=0)),
     description=(
         "Each transaction with the customer's country and name as of its time; suspicious when "

@@ -9,7 +9,7 @@ Example:
     ...     name="customers",
     ...     key="customer_id",
     ...     schema={"customer_id": "string", "country": "string", "updated_at": "bigint"},
-    ...     rules=(InSet("country", ("DE", "FR")), NotInFuture("updated_at", 60_000)),
+    ...     rules=(InSet("country", ("DE", "FR")), NotInFuture("updated_at", timedelta(minutes=1))),
     ... )
 """
 
@@ -17,8 +17,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
+from quality.durations import MILLISECOND, timedelta_or_ms
 from quality.errors import SpecError
 from quality.spark_types import normalize_type
 
@@ -136,16 +138,43 @@ class Between(Rule):
         return f"{self.column} in [{low}, {high}]"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class NotInFuture(Rule):
-    """An epoch-millisecond column is not later than ``now_ms + tolerance_ms``."""
+    """An epoch-millisecond column is not later than now plus ``tolerance`` (a timedelta).
 
-    tolerance_ms: int = 0
+    ``tolerance_ms=`` (or a bare number of milliseconds) still works, with a
+    ``DeprecationWarning``.
+    """
 
-    def __post_init__(self) -> None:
-        if self.tolerance_ms < 0:
-            msg = f"NotInFuture({self.column!r}): tolerance_ms must be >= 0"
+    tolerance: timedelta
+
+    def __init__(
+        self,
+        column: str,
+        tolerance: timedelta | None = None,
+        *,
+        tolerance_ms: int | None = None,
+    ) -> None:
+        object.__setattr__(self, "column", column)
+        try:
+            given = timedelta_or_ms(
+                tolerance,
+                tolerance_ms,
+                what=f"NotInFuture({column!r}): the tolerance",
+                names=("tolerance", "tolerance_ms"),
+                stacklevel=3,
+            )
+        except ValueError as exc:
+            raise SpecError(str(exc)) from None
+        tolerance = timedelta(0) if given is None else given
+        if tolerance < timedelta(0):
+            msg = f"NotInFuture({column!r}): the tolerance must be zero or more, not {tolerance}"
             raise SpecError(msg)
+        object.__setattr__(self, "tolerance", tolerance)
+
+    @property
+    def tolerance_ms(self) -> int:
+        return self.tolerance // MILLISECOND
 
     def expectation(self, now_ms: int) -> Expectation:
         kwargs = {"column": self.column, "max_value": now_ms + self.tolerance_ms}

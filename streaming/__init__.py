@@ -18,15 +18,29 @@ them):
 Nothing here opens a SparkSession or a broker connection, or reads the environment, at import.
 """
 
-from streaming.define import Accumulate, LatestPerKey, Pipeline
+import warnings
+from typing import Any
+
+from streaming.define import Pipeline, Topic
 from streaming.deployment import Deployment
 from streaming.errors import DataLossError, KappaError
 
-__all__ = [
-    "Accumulate",
-    "DataLossError",
-    "Deployment",
-    "KappaError",
-    "LatestPerKey",
-    "Pipeline",
-]
+__all__ = ["DataLossError", "Deployment", "KappaError", "Pipeline", "Topic"]
+
+# The per-batch transform form's table kinds, deprecated with it.
+_DEPRECATED = ("Accumulate", "LatestPerKey")
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _DEPRECATED:
+        raise AttributeError(f"module 'streaming' has no attribute {name!r}")
+    warnings.warn(
+        f"streaming.{name} is the per-batch transform form's table kind, which is deprecated: "
+        "declare the pipeline with a plan (streaming.define), or import "
+        f"streaming.define.{name}",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    import streaming.define
+
+    return getattr(streaming.define, name)

@@ -1,18 +1,24 @@
-"""The authoring API: what a pipeline is (topics, value schema, transform, table kind, version),
-how pipelines are found (the registry) and fingerprinted. Below it in ``streaming`` are only the
-foundation modules, the operators its plans are built from and their state
-(``tests/unit/test_dependencies.py``).
+"""The authoring API: what a pipeline is (its topics, its plan, the table it keeps and the topic
+it publishes), how pipelines are found (the registry) and fingerprinted. Below it in
+``streaming`` are only the foundation modules, the operators its plans are built from and their
+state (``tests/unit/test_dependencies.py``).
 
-A pipeline module declares ``PIPELINE = Pipeline(...)`` with one of the table kinds and a
-per-batch transform, or with a stateful plan built from ``Topic`` declarations: a join, a window,
-or a function the user writes over per-key state::
+A pipeline module declares ``PIPELINE = Pipeline(name=..., version=..., plan=...)``. Topics are
+declared once (``Topic``: key, value schema, event time, what a null value means) and a plan is
+built from them with one call per operator, then row-wise columns and filters::
+
+    CUSTOMERS.table().rows()                               # the latest row per key
+    TRANSACTIONS.stream().group_by("customer_id", aggregations={"n": Count()})
+    TRADES.stream().group_by("ticker", window=Tumbling(timedelta(minutes=1)), aggregations=...)
+    TRANSACTIONS.stream().join_as_of(CUSTOMERS.table(), on=..., key=..., columns=...)
+    TRANSACTIONS.stream().process(history)                 # a function over per-key state
+
+where ``history`` is a function the user writes over per-key state::
 
     @stateful(by="customer_id", key="txn_id", emits="txn_id string, reason string",
               state={"regions": MapOf(str, int), "payments": Value(int, default=0)})
     def history(txn, state):              # per customer, in event-time order
         ...                               # read and write state.regions; yield rows
-
-    plan = TRANSACTIONS.stream().process(history)
 
 The function sees each record as a dict and its key's state: ``Value``, ``MapOf`` and
 ``ListOf`` declarations (typed, each with an optional event-time ``ttl``), ``state.timers``
@@ -21,6 +27,11 @@ The function sees each record as a dict and its key's state: ``Value``, ``MapOf`
 or an iterable of them. The platform replays a key's records within grace when an earlier one
 arrives and corrects the rows it emitted, so the table is the function run in event-time order
 on every log prefix; late records go to the dead letters. See ``streaming.define.stateful``.
+
+Times are ``timedelta``: windows, grace, retention, join bounds, state ``ttl``. A pipeline
+publishes its table's changes to a topic declared like its inputs: ``publish=Topic("name")``.
+The per-batch ``transform`` form (with a table kind: ``LatestPerKey``, ``Accumulate``) still
+runs, deprecated.
 """
 
 from streaming.define.pipeline import Pipeline

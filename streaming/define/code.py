@@ -19,10 +19,6 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from streaming.define.pipeline import Pipeline
 
 PLATFORM_PACKAGES = frozenset({"streaming", "quality", "assets", "kappa"})
 
@@ -64,10 +60,10 @@ class PipelineCode:
         return sorted(p for p in mine.keys() | theirs.keys() if mine.get(p) != theirs.get(p))
 
 
-def declaring_module(pipeline: Pipeline) -> ModuleType | None:
-    """The module whose ``PIPELINE`` this is, or None for a pipeline built elsewhere."""
-    transform_module = getattr(pipeline.transform, "__module__", None) or ""
-    candidates = [sys.modules.get(transform_module)] if transform_module else []
+def declaring_module(pipeline: object, likely: str = "") -> ModuleType | None:
+    """The module whose ``PIPELINE`` is ``pipeline``, or None for a pipeline built elsewhere
+    (``likely``: the name of a module to look in first, e.g. its transform's)."""
+    candidates = [sys.modules.get(likely)] if likely else []
     candidates += list(sys.modules.values())  # a plan is data: look for its declaring module
     for module in candidates:
         if module is not None and getattr(module, "PIPELINE", None) is pipeline:

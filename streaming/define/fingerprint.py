@@ -13,33 +13,61 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from streaming.define.pipeline import Pipeline
+    import pyarrow as pa
+
+    from streaming.define.code import PipelineCode
+    from streaming.define.plan import Plan
+    from streaming.define.table_kinds import TableKind
 
 
-def fingerprint(pipeline: Pipeline) -> str:
+class Fingerprinted(Protocol):
+    """What the fingerprint reads of a pipeline (``streaming.define.pipeline.Pipeline``)."""
+
+    # Read-only properties: a frozen dataclass's fields satisfy them.
+    @property
+    def project_code(self) -> PipelineCode | None: ...
+    @property
+    def plan(self) -> Plan | None: ...
+    @property
+    def transform(self) -> Callable[..., Any] | None: ...
+    @property
+    def value_schema(self) -> str: ...
+    @property
+    def required(self) -> tuple[str, ...]: ...
+    @property
+    def accepts_tombstones(self) -> bool: ...
+    @property
+    def table(self) -> TableKind: ...
+    @property
+    def table_schema(self) -> pa.Schema: ...
+    @property
+    def settings(self) -> dict[str, Any]: ...
+    @property
+    def topics(self) -> tuple[str, ...]: ...
+
+
+def fingerprint(pipeline: Fingerprinted) -> str:
     """16 hex digits, the same in every process for the same code and declaration."""
     code = pipeline.project_code
     modules = [] if code is None else [code.digest()]
+    settings = repr(sorted(pipeline.settings.items()))
     if pipeline.plan is not None:
+        parts = [*modules, pipeline.plan.describe(), pipeline.table_schema.to_string(), settings]
+    else:
+        source = "" if pipeline.transform is None else inspect.getsource(pipeline.transform)
         parts = [
             *modules,
-            pipeline.plan.describe(),
+            source,
+            pipeline.value_schema,
+            repr(pipeline.required),
+            repr(pipeline.accepts_tombstones),
+            repr(pipeline.table),
             pipeline.table_schema.to_string(),
-            repr(sorted(pipeline.settings.items())),
+            settings,
+            repr(pipeline.topics),
         ]
-        return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
-    parts = [
-        *modules,
-        inspect.getsource(pipeline.transform),  # type: ignore[arg-type]
-        pipeline.value_schema,
-        repr(pipeline.required),
-        repr(pipeline.accepts_tombstones),
-        repr(pipeline.table),
-        pipeline.table_schema.to_string(),
-        repr(sorted(pipeline.settings.items())),
-        repr(pipeline.topics),
-    ]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]

@@ -3,55 +3,45 @@ from them (one readable call each)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import warnings
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Literal
 
 from streaming.define.plan import DEFAULT_GRACE, Plan, column_names, period_ms, source_of
-from streaming.define.topic import Topic
+from streaming.define.stateful import Stateful, stateful_plan
 from streaming.errors import DefineError
 from streaming.operators import (
     Aggregation,
     AsOfJoin,
     Compaction,
     FinalWindows,
+    GroupAggregate,
     IntervalJoin,
+    Operator,
     OperatorConfigError,
     WindowedAggregate,
 )
 from streaming.operators.windows import Window
 
 if TYPE_CHECKING:
-    from streaming.define.stateful import Stateful
+    from streaming.define.topic import Topic
+
+Emit = Literal["updates", "final"]
 
 
-def _window_plan(
-    topic: Topic,
-    window: Window,
-    by: str | tuple[str, ...],
-    aggregations: Mapping[str, Aggregation],
-    grace: timedelta,
-    retention: timedelta | None,
-    emit: Literal["updates", "final"] = "updates",
+def _plan(
+    what: str, topics: tuple[Topic, ...], build: Callable[..., Operator], **config: object
 ) -> Plan:
-    if emit not in ("updates", "final"):
-        msg = f"window: emit is 'updates' or 'final', not {emit!r}"
-        raise DefineError(msg)
-    kind = FinalWindows if emit == "final" else WindowedAggregate
+    """The plan running operator ``build(**config)`` over ``topics``; a configuration the
+    operator refuses fails here, named after the call ``what``."""
     try:
-        operator = kind(
-            source=source_of(topic),
-            key_columns=column_names(by),
-            window=window,
-            aggregations=dict(aggregations),
-            grace_ms=period_ms(grace),
-            retention_ms=None if retention is None else period_ms(retention),
-        )
+        operator = build(**config)
     except OperatorConfigError as exc:
-        raise DefineError(f"window: {exc}") from None
-    plan = Plan(inputs=(topic,), operator=operator)
-    plan.table_schema()
+        raise DefineError(f"{what}: {exc}") from None
+    plan = Plan(inputs=topics, operator=operator)
+    plan.table_schema()  # a column that does not fit fails here, at definition
     return plan
 
 
@@ -61,13 +51,29 @@ class TableInput:
 
     topic: Topic
 
-    def rows(self) -> Plan:
-        """The table itself (per key the latest record; a tombstone deletes), to filter or
-        extend with columns."""
-        source = source_of(self.topic)
-        plan = Plan(inputs=(self.topic,), operator=Compaction(source, (self.topic.key,)))
-        plan.table_schema()
-        return plan
+    def rows(self, *, position: tuple[str, str] | None = None) -> Plan:
+        """The table itself: per key the record with the highest (partition, offset); a
+        tombstone deletes its key. Filter it or extend it with columns.
+
+        Args:
+            position: two column names, e.g. ``("partition", "offset")``: each row then also
+                holds where its record was read (partition int32, offset int64).
+        """
+        if position is not None and (
+            isinstance(position, str) or len(position) != 2 or not all(position)
+        ):
+            msg = (
+                f"rows: position names two columns, e.g. ('partition', 'offset'), not {position!r}"
+            )
+            raise DefineError(msg)
+        return _plan(
+            "rows",
+            (self.topic,),
+            Compaction,
+            source=source_of(self.topic),
+            key_columns=(self.topic.key,),
+            position=None if position is None else tuple(position),
+        )
 
 
 @dataclass(frozen=True)
@@ -75,6 +81,77 @@ class StreamInput:
     """A topic read as a stream (see ``Topic.stream``)."""
 
     topic: Topic
+
+    def group_by(
+        self,
+        *columns: str,
+        aggregations: Mapping[str, Aggregation],
+        window: Window | None = None,
+        grace: timedelta | None = None,
+        retention: timedelta | None = None,
+        emit: Emit = "updates",
+    ) -> Plan:
+        """Aggregates per group of ``columns``: one row per group, or, with a ``window``, per
+        group and event-time window (keyed by the columns and ``window_start``, with
+        ``window_end``), holding the aggregates of its records so far.
+
+        Args:
+            columns: the grouping columns.
+            aggregations: output column -> ``Count()``, ``Sum(col)``, ``Min``, ``Max``,
+                ``Mean`` or ``Latest``.
+            window: ``Tumbling``, ``Hopping`` or ``Session``; None aggregates every record of a
+                group, whenever it comes (nothing is late).
+            grace: with a window, how far below its partition's stream time a record may be and
+                still count (10 minutes when not given).
+            retention: with a window, how long a final window stays in the table (None:
+                forever).
+            emit: with a window, ``"updates"``: a window's row appears with its first record and
+                follows every record within grace; ``"final"``: it appears once, when the window
+                is final (its end at or below every partition's stream time minus grace), and
+                never changes, so a published topic carries each window once (tumbling and
+                hopping windows, without retention).
+        """
+        if emit not in ("updates", "final"):
+            msg = f"group_by: emit is 'updates' or 'final', not {emit!r}"
+            raise DefineError(msg)
+        if not columns or not all(isinstance(c, str) and c for c in columns):
+            msg = "group_by: give the grouping columns by name, e.g. group_by('user_id'), not "
+            msg += repr(columns)
+            raise DefineError(msg)
+        names = self.topic.schema().names
+        missing = [c for c in columns if c not in names]
+        if missing:
+            msg = f"group_by: topic {self.topic.name} has no columns {missing}; it has {names}"
+            raise DefineError(msg)
+        source = source_of(self.topic)
+        if window is None:
+            given = [n for n, v in (("grace", grace), ("retention", retention)) if v is not None]
+            given += ["emit='final'"] if emit == "final" else []
+            if given:
+                msg = (
+                    f"group_by: {', '.join(given)} apply to windows; without a window every "
+                    "record counts whenever it comes, and the groups are never final"
+                )
+                raise DefineError(msg)
+            return _plan(
+                "group_by",
+                (self.topic,),
+                GroupAggregate,
+                source=source,
+                key_columns=tuple(columns),
+                aggregations=dict(aggregations),
+            )
+        return _plan(
+            "group_by",
+            (self.topic,),
+            FinalWindows if emit == "final" else WindowedAggregate,
+            source=source,
+            key_columns=tuple(columns),
+            window=window,
+            aggregations=dict(aggregations),
+            grace_ms=period_ms(DEFAULT_GRACE if grace is None else grace),
+            retention_ms=None if retention is None else period_ms(retention),
+        )
 
     def window(
         self,
@@ -84,25 +161,24 @@ class StreamInput:
         aggregations: Mapping[str, Aggregation],
         grace: timedelta = DEFAULT_GRACE,
         retention: timedelta | None = None,
-        emit: Literal["updates", "final"] = "updates",
+        emit: Emit = "updates",
     ) -> Plan:
-        """Aggregates per key and event-time window: one row per (``by``, ``window_start``)
-        with ``window_end`` and the aggregates so far.
-
-        Args:
-            window: ``Tumbling``, ``Hopping`` or ``Session`` (``streaming.define.windows``).
-            by: the grouping columns.
-            aggregations: output column -> ``Count()``, ``Sum(col)``, ``Min``, ``Max``,
-                ``Mean`` or ``Latest``.
-            grace: how far below its partition's stream time a record may be and still count.
-            retention: how long a final window stays in the table (None: forever).
-            emit: ``"updates"``: a window's row appears with its first record and follows every
-                record within grace; ``"final"``: it appears once, when the window is final (its
-                end at or below every partition's stream time minus grace), and never changes,
-                so a published topic carries each window once (tumbling and hopping windows,
-                without retention).
-        """
-        return _window_plan(self.topic, window, by, aggregations, grace, retention, emit)
+        """Deprecated: ``group_by(*by, window=window, aggregations=..., ...)`` says the same."""
+        columns = column_names(by)
+        warnings.warn(
+            f"stream.window(..., by={by!r}) is deprecated: write "
+            f"stream.group_by({', '.join(map(repr, columns))}, window=..., aggregations=...)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.group_by(
+            *columns,
+            aggregations=aggregations,
+            window=window,
+            grace=grace,
+            retention=retention,
+            emit=emit,
+        )
 
     def process(
         self, function: Stateful, *others: StreamInput, grace: timedelta = DEFAULT_GRACE
@@ -116,8 +192,6 @@ class StreamInput:
                 at equal event times this stream's records come first, then ``others`` in order.
             grace: how far below its partition's stream time a record may be and still count.
         """
-        from streaming.define.stateful import stateful_plan
-
         for other in others:
             if not isinstance(other, StreamInput):
                 msg = f"process: further inputs are streams (topic.stream()), not {other!r}"
@@ -149,25 +223,22 @@ class StreamInput:
             how: ``"left"`` keeps records without a match (null columns); ``"inner"`` drops them.
             grace: how far below its partition's stream time a record may be and still count.
         """
-        try:
-            operator = IntervalJoin(
-                left=source_of(self.topic),
-                right=source_of(other.topic),
-                on=column_names(on),
-                right_on=column_names(on),
-                key_columns=column_names(key),
-                right_columns=dict(columns),
-                before_ms=period_ms(before),
-                after_ms=period_ms(after),
-                how=how,
-                pick="latest",
-                grace_ms=period_ms(grace),
-            )
-        except OperatorConfigError as exc:
-            raise DefineError(f"join_latest_within: {exc}") from None
-        plan = Plan(inputs=(self.topic, other.topic), operator=operator)
-        plan.table_schema()
-        return plan
+        return _plan(
+            "join_latest_within",
+            (self.topic, other.topic),
+            IntervalJoin,
+            left=source_of(self.topic),
+            right=source_of(other.topic),
+            on=column_names(on),
+            right_on=column_names(on),
+            key_columns=column_names(key),
+            right_columns=dict(columns),
+            before_ms=period_ms(before),
+            after_ms=period_ms(after),
+            how=how,
+            pick="latest",
+            grace_ms=period_ms(grace),
+        )
 
     def join_as_of(
         self,
@@ -193,19 +264,16 @@ class StreamInput:
         if not isinstance(table, TableInput):
             msg = "join_as_of needs a table input: topic.table()"
             raise DefineError(msg)
-        try:
-            operator = AsOfJoin(
-                stream=source_of(self.topic),
-                table=source_of(table.topic),
-                on=column_names(on),
-                table_key=(table.topic.key,),
-                key_columns=column_names(key),
-                table_columns=dict(columns),
-                how=how,
-                grace_ms=period_ms(grace),
-            )
-        except OperatorConfigError as exc:
-            raise DefineError(f"join_as_of: {exc}") from None
-        plan = Plan(inputs=(self.topic, table.topic), operator=operator)
-        plan.table_schema()
-        return plan
+        return _plan(
+            "join_as_of",
+            (self.topic, table.topic),
+            AsOfJoin,
+            stream=source_of(self.topic),
+            table=source_of(table.topic),
+            on=column_names(on),
+            table_key=(table.topic.key,),
+            key_columns=column_names(key),
+            table_columns=dict(columns),
+            how=how,
+            grace_ms=period_ms(grace),
+        )

@@ -1,16 +1,12 @@
-"""What a pipeline is: its input topics, the shape of its events, its logic and its table.
+"""What a pipeline is: a plan over its input topics, the table it keeps, the topic it publishes.
 
-A pipeline module declares one :class:`Pipeline` next to its code, in one of two forms:
+A pipeline module declares one :class:`Pipeline` next to its code, with a ``plan``
+(``streaming.define.plan``): the topics, value schemas, the table kind and the table schema all
+derive from it, and the platform runs its operator with durable state. The table's quality spec
+(key, exact schema) derives from it too: a pipeline gives only its domain rules.
 
-- a per-batch ``transform``: the platform decodes raw Kafka records of the topics it reads
-  (declared once as :class:`Topic`: value schema, required fields, what a null value means),
-  dead-lettering what does not parse, hands the good ones to ``transform`` once per
-  micro-batch, and merges the result into the compacted table as ``table`` says;
-- a stateful ``plan`` (``streaming.define.plan``): topics, value schemas, the table kind and the
-  table schema all derive from the plan, and the platform runs its operator with durable state.
-
-Either way the table's columns are declared once (``table_schema``, or the plan's), and its
-quality spec (key, exact schema) derives from them: a pipeline gives only its domain rules.
+The older form, a per-batch Spark ``transform`` with an explicit table kind and schema, still
+runs, with a ``DeprecationWarning`` saying how to write it as a plan.
 """
 
 from __future__ import annotations
@@ -27,8 +23,9 @@ import pyarrow as pa
 from streaming.define.code import PipelineCode, declaring_module, project_code
 from streaming.define.fingerprint import fingerprint
 from streaming.define.names import validate_pipeline_name, validate_version
+from streaming.define.output import output_topic, published_name
 from streaming.define.plan import Plan
-from streaming.define.table_kinds import ChangeRows, TableKind
+from streaming.define.table_kinds import Accumulate, ChangeRows, LatestPerKey, TableKind
 from streaming.define.topic import Topic
 from streaming.define.value_schema import check_required, ddl_of, parse_value_schema
 from streaming.errors import DefineError
@@ -36,31 +33,30 @@ from streaming.errors import DefineError
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+Transform = Callable[["DataFrame"], "DataFrame"]
+Promotion = Literal["manual", "auto"]
 
-@dataclass(frozen=True, kw_only=True)
+
+@dataclass(frozen=True, init=False)
 class Pipeline:
     """A streaming pipeline: topics in, one compacted table out.
 
+    Declare it with keywords: ``name``, ``version``, ``plan`` and optionally ``publish``,
+    ``description``, ``settings``, ``quality``, ``comparison``, ``promotion``.
+
     Attributes:
         name: the pipeline and table name (lower-case identifier).
-        version: the version of the transform's logic; bump it when the output changes.
-        topics: the Kafka topics it reads, as their :class:`Topic` declarations (a transform's
-            topics share one value schema); read back as names.
-        value_schema: DDL of the JSON value's fields (``streaming.define.value_schema``); a
-            record whose fields do not have exactly these types is dead-lettered. Taken from
-            the topics when they are declarations.
-        required: value fields that must be present and non-null, else the record is
-            dead-lettered (from the topics, likewise).
-        accepts_tombstones: whether a null value is meaningful (a delete) or a bad record (from
-            the topics' ``tombstones``, likewise).
-        transform: decoded records of one micro-batch -> rows for the table (see TableKind).
-        table: how rows merge into the table.
-        table_schema: the table's Arrow schema (its key first).
-        plan: a stateful plan instead of ``transform``; it fills ``topics``, ``table`` and
-            ``table_schema`` (leave them and the value schema fields out).
-        publish: a topic the live version publishes the table's changes to (a compacted
-            changelog: key, row as JSON, null on delete; a composite key as compact JSON);
-            read it with :meth:`output_topic` (a table keyed by one column).
+        version: the version of the pipeline's logic; bump it when the output changes.
+        plan: what the table is (``topic.table().rows()``, ``topic.stream().group_by(...)``,
+            a join, a stateful function; see ``streaming.define``).
+        topics: the names of the Kafka topics it reads (from the plan).
+        table: how the table's rows change (from the plan: full rows per key).
+        table_schema: the table's Arrow schema, its key first (from the plan).
+        publish: the name of the topic the live version publishes the table's changes to (a
+            compacted changelog: key, row as JSON, null on delete; a composite key as compact
+            JSON); declare it as a :class:`Topic` (its key and value schema may be left out:
+            they are the table's). Read it with :meth:`output_topic`.
+        description: one line for people.
         settings: anything else that shapes the output; part of the fingerprint.
         quality: the table's domain rules (e.g. ``(Between("n", 1),)``); the quality spec's key
             and schema derive from the table. Read the result as ``quality_spec``.
@@ -68,64 +64,90 @@ class Pipeline:
             one (``quality.rules.ComparisonPolicy``); the defaults when None.
         promotion: ``"auto"``: a candidate that caught up and passed every blocking comparison
             check becomes live by itself; ``"manual"``: it waits for a promote job or command.
+        transform, value_schema, required, accepts_tombstones: the deprecated per-batch form:
+            decoded records of one micro-batch -> rows for ``table`` (given with
+            ``table_schema``), the value schema and required fields of its topics and whether a
+            null value is a delete (taken from its ``topics``' declarations). Empty for a plan.
     """
 
     name: str
     version: str
-    topics: tuple[str | Topic, ...] = ()  # read back as the topics' names
-    value_schema: str = ""
-    required: tuple[str, ...] = ()
-    accepts_tombstones: bool = False
-    transform: Callable[[DataFrame], DataFrame] | None = None
-    table: TableKind = None  # type: ignore[assignment]  # filled from the plan when None
-    table_schema: pa.Schema = None  # type: ignore[assignment]  # filled from the plan when None
-    plan: Plan | None = None
-    publish: str | None = None
-    description: str = ""
-    settings: dict[str, Any] = field(default_factory=dict)
-    quality: Any = None
-    comparison: Any = None
-    promotion: Literal["manual", "auto"] = "manual"
+    plan: Plan | None
+    transform: Transform | None
+    topics: tuple[str, ...]
+    value_schema: str
+    required: tuple[str, ...]
+    accepts_tombstones: bool
+    table: TableKind
+    table_schema: pa.Schema
+    publish: str | None
+    description: str
+    settings: dict[str, Any]
+    quality: Any
+    comparison: Any
+    promotion: Promotion
     # The table's quality spec (``quality.rules.TableSpec``): its key and schema and the rules.
     quality_spec: Any = field(init=False, repr=False, compare=False, default=None)
     # The modules it runs when they are not the ones on disk now (a deployment's pinned code).
     code: PipelineCode | None = field(init=False, repr=False, compare=False, default=None)
 
-    def __post_init__(self) -> None:
-        validate_pipeline_name(self.name)
-        validate_version(self.version)
-        if self.plan is not None:
-            self._from_plan(self.plan)
-        elif self.transform is None:
-            msg = f"pipeline {self.name}: give either a transform or a plan"
+    def __init__(
+        self,
+        *,
+        name: str,
+        version: str,
+        plan: Plan | None = None,
+        publish: Topic | str | None = None,
+        description: str = "",
+        settings: dict[str, Any] | None = None,
+        quality: Any = None,
+        comparison: Any = None,
+        promotion: Promotion = "manual",
+        transform: Transform | None = None,
+        topics: tuple[str | Topic, ...] = (),
+        value_schema: str = "",
+        required: tuple[str, ...] = (),
+        accepts_tombstones: bool = False,
+        table: TableKind | None = None,
+        table_schema: pa.Schema | None = None,
+    ) -> None:
+        declared = {
+            "name": validate_pipeline_name(name),
+            "version": validate_version(version),
+            "plan": plan,
+            "transform": transform,
+            "description": description,
+            "settings": dict(settings or {}),
+            "quality": quality,
+            "comparison": comparison,
+            "promotion": promotion,
+        }
+        for attribute, value in declared.items():
+            object.__setattr__(self, attribute, value)
+        if plan is not None:
+            self._from_plan(plan)
+        elif transform is None:
+            msg = f"pipeline {name}: give a plan, e.g. plan=TOPIC.table().rows()"
             raise DefineError(msg)
         else:
-            self._from_topics()
-        if not isinstance(self.table, TableKind):
-            msg = f"pipeline {self.name}: table must be a table kind (LatestPerKey, Accumulate)"
+            self._from_transform(transform, topics, table, table_schema)
+            self._decoding(topics, value_schema, required, accepts_tombstones)
+        if self.table_schema.names[0] != self.table.key:
+            msg = f"pipeline {name}: the table schema must start with its key {self.table.key!r}"
             raise DefineError(msg)
-        if self.publish is not None and self.plan is None:
+        if publish is not None and plan is None:
             msg = (
-                f"pipeline {self.name}: publish needs a plan; a transform's changes are written "
+                f"pipeline {name}: publish needs a plan; a transform's changes are written "
                 "by the executors and never gathered into one transaction to publish. Declare "
                 "the pipeline with a plan (e.g. topic.table().rows()), or leave publish unset "
                 "and read its table from another pipeline"
             )
             raise DefineError(msg)
-        if self.table_schema.names[0] != self.table.key:
-            msg = (
-                f"pipeline {self.name}: the table schema must start with its key {self.table.key!r}"
-            )
-            raise DefineError(msg)
-        try:  # the value schema and required fields, checked as the source will decode them
-            if self.plan is None:
-                check_required(parse_value_schema(self.value_schema), self.required)
-        except ValueError as exc:
-            raise DefineError(f"pipeline {self.name}: {exc}") from exc
+        published = published_name(name, publish, self.table.keys, self.table_schema)
+        object.__setattr__(self, "publish", published)
         object.__setattr__(self, "quality_spec", self._quality_spec())
-        if self.promotion not in ("manual", "auto"):
-            msg = f"pipeline {self.name}: promotion must be 'manual' or 'auto', not "
-            msg += repr(self.promotion)
+        if promotion not in ("manual", "auto"):
+            msg = f"pipeline {name}: promotion must be 'manual' or 'auto', not {promotion!r}"
             raise DefineError(msg)
 
     def _from_plan(self, plan: Plan) -> None:
@@ -135,37 +157,84 @@ class Pipeline:
             )
             msg += "and a pipeline with a plan has no transform"
             raise DefineError(msg)
-        object.__setattr__(self, "topics", plan.topics)
-        object.__setattr__(self, "table", ChangeRows(key=plan.key[0], also=plan.key[1:]))
-        object.__setattr__(self, "table_schema", plan.table_schema())
+        derived = {
+            "topics": plan.topics,
+            "table": ChangeRows(key=plan.key[0], also=plan.key[1:]),
+            "table_schema": plan.table_schema(),
+            "value_schema": "",
+            "required": (),
+            "accepts_tombstones": False,
+        }
+        for attribute, value in derived.items():
+            object.__setattr__(self, attribute, value)
 
-    def _from_topics(self) -> None:
-        """A transform whose topics are declarations decodes their value schema."""
-        declared = [t for t in self.topics if isinstance(t, Topic)]
-        if not declared:
-            return
-        if len(declared) != len(self.topics):
+    def _from_transform(
+        self,
+        transform: Transform,
+        topics: tuple[str | Topic, ...],
+        table: TableKind | None,
+        table_schema: pa.Schema | None,
+    ) -> None:
+        if not isinstance(table, TableKind) or not isinstance(table_schema, pa.Schema):
+            msg = (
+                f"pipeline {self.name}: a transform needs table (a table kind: LatestPerKey, "
+                "Accumulate) and table_schema (an Arrow schema); better, declare a plan"
+            )
+            raise DefineError(msg)
+        warnings.warn(
+            f"pipeline {self.name}: a per-batch transform is deprecated; declare the pipeline "
+            f"with a plan instead: {_as_a_plan(table)} (see streaming.define)",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        object.__setattr__(self, "table", table)
+        object.__setattr__(self, "table_schema", table_schema)
+
+    def _decoding(
+        self,
+        topics: tuple[str | Topic, ...],
+        value_schema: str,
+        required: tuple[str, ...],
+        accepts_tombstones: bool,
+    ) -> None:
+        """A transform decodes one value schema: its topics' declarations, or given with names."""
+        declared = [t for t in topics if isinstance(t, Topic)]
+        if declared and len(declared) != len(topics):
             msg = f"pipeline {self.name}: give its topics as Topic declarations or as names"
             raise DefineError(msg)
-        shapes = {(t.value_schema, t.required, t.tombstones) for t in declared}
-        if len(shapes) > 1:
-            msg = (
-                f"pipeline {self.name}: a transform decodes one value schema; its topics declare "
-                "different ones (or other required fields or tombstones): read them with a plan"
-            )
-            raise DefineError(msg)
-        if self.value_schema or self.required or self.accepts_tombstones:
-            msg = (
-                f"pipeline {self.name}: its topics declare the value schema, the required fields "
-                "and what a null value means; leave value_schema, required and "
-                "accepts_tombstones out"
-            )
-            raise DefineError(msg)
-        first = declared[0]
-        object.__setattr__(self, "topics", tuple(t.name for t in declared))
-        object.__setattr__(self, "value_schema", first.value_schema)
-        object.__setattr__(self, "required", first.required)
-        object.__setattr__(self, "accepts_tombstones", first.changelog)
+        if declared:
+            for topic in declared:
+                topic.check_readable()
+            shapes = {(t.value_schema, t.required, t.tombstones) for t in declared}
+            if len(shapes) > 1:
+                msg = (
+                    f"pipeline {self.name}: a transform decodes one value schema; its topics "
+                    "declare different ones (or other required fields or tombstones): read "
+                    "them with a plan"
+                )
+                raise DefineError(msg)
+            if value_schema or required or accepts_tombstones:
+                msg = (
+                    f"pipeline {self.name}: its topics declare the value schema, the required "
+                    "fields and what a null value means; leave value_schema, required and "
+                    "accepts_tombstones out"
+                )
+                raise DefineError(msg)
+            first = declared[0]
+            value_schema, required = first.value_schema, first.required
+            accepts_tombstones = first.changelog
+        try:  # the value schema and required fields, checked as the source will decode them
+            check_required(parse_value_schema(value_schema), tuple(required))
+        except ValueError as exc:
+            raise DefineError(f"pipeline {self.name}: {exc}") from exc
+        decoding = {
+            "topics": tuple(t.name if isinstance(t, Topic) else t for t in topics),
+            "value_schema": value_schema,
+            "required": tuple(required),
+            "accepts_tombstones": accepts_tombstones,
+        }
+        for attribute, value in decoding.items():
+            object.__setattr__(self, attribute, value)
 
     def _quality_spec(self) -> Any:
         """The table's quality spec: its key and schema, and the declared rules."""
@@ -185,7 +254,7 @@ class Pipeline:
                 "second time; give only its rules (quality=(NotNull('name'), ...)), the key and "
                 "schema derive from the table",
                 DeprecationWarning,
-                stacklevel=4,
+                stacklevel=3,
             )
             return self.quality
         rules = (self.quality,) if isinstance(self.quality, Rule) else tuple(self.quality or ())
@@ -201,22 +270,7 @@ class Pipeline:
 
     def output_topic(self) -> Topic:
         """The published changelog as a topic another pipeline reads (as a table)."""
-        if self.publish is None:
-            msg = f"pipeline {self.name} publishes no topic: set publish='<topic>'"
-            raise DefineError(msg)
-        if len(self.table.keys) > 1:
-            msg = (
-                f"pipeline {self.name}: its topic is keyed by the composite key "
-                f"({', '.join(self.table.keys)}) as JSON, which a topic input cannot read back as "
-                "columns; read the table of a pipeline keyed by one column"
-            )
-            raise DefineError(msg)
-        return Topic(
-            self.publish,
-            key=self.table.key,
-            value_schema=ddl_of(self.table_schema),
-            tombstones="delete",
-        )
+        return output_topic(self.name, self.publish, self.table.keys, self.table_schema)
 
     def with_code(self, code: PipelineCode) -> Pipeline:
         """This pipeline, running ``code`` (the modules a deployment pinned)."""
@@ -230,10 +284,24 @@ class Pipeline:
         (``streaming.define.code``); None for a pipeline not declared by a module."""
         if self.code is not None:
             return self.code
-        module = declaring_module(self)
+        likely = getattr(self.transform, "__module__", None) or ""
+        module = declaring_module(self, likely)
         return None if module is None else project_code(module.__name__)
 
     @cached_property
     def fingerprint(self) -> str:
         """A hash of everything that shapes the output (see ``streaming.define.fingerprint``)."""
         return fingerprint(self)
+
+
+def _as_a_plan(table: TableKind) -> str:
+    """How a transform writing ``table`` is written as a plan."""
+    if isinstance(table, LatestPerKey):
+        position = "" if table.position is None else f"position={table.position!r}"
+        return f"TOPIC.table().rows({position}) keeps the latest row per key"
+    if isinstance(table, Accumulate):
+        return (
+            f"TOPIC.stream().group_by({table.key!r}, aggregations={{...}}) keeps running "
+            "aggregates (Count, Sum, Min, Max, Mean, Latest) per key"
+        )
+    return "TOPIC.stream().process(function), a @stateful function, emits any rows per key"

@@ -13,11 +13,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from streaming.define.topic import Topic
+from streaming.define.chaining import ROWS, Chained
 from streaming.errors import DefineError
 from streaming.operators import (
     DELETE,
@@ -28,6 +29,9 @@ from streaming.operators import (
     Tumbling,
 )
 from streaming.operators.table_aggregate import TableAggregate
+
+if TYPE_CHECKING:
+    from streaming.define.topic import Topic
 
 DEFAULT_GRACE = timedelta(minutes=10)
 
@@ -102,10 +106,9 @@ class Plan:
 
         Takes ``Count``, ``Sum`` and ``Mean``; rows with a null group column count in no group.
         The rows stay where the inputs' partitions are and the groups are shuffled to buckets
-        of their own (``streaming.define.chaining``).
+        of their own (``streaming.define.chaining``). A stream's records are grouped by
+        ``topic.stream().group_by(...)`` instead (``streaming.define.inputs``).
         """
-        from streaming.define.chaining import ROWS, Chained
-
         try:
             then = TableAggregate(
                 source=ROWS,

@@ -32,17 +32,19 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from streaming.define.plan import Plan, period_ms, source_of
-from streaming.define.topic import Topic
 from streaming.define.value_schema import parse_value_schema
 from streaming.errors import DefineError
 from streaming.operators import OperatorConfigError, OperatorError
 from streaming.operators.keyed_process import KeyedProcess
 from streaming.operators.keyed_state import KeyState, StateSpec, check_specs
+
+if TYPE_CHECKING:
+    from streaming.define.topic import Topic
 
 Function = Callable[[dict[str, Any], KeyState], Any]
 TimerFunction = Callable[[int, KeyState], Any]

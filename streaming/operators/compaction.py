@@ -4,7 +4,8 @@ Per key, the record with the highest (partition, offset) wins; a tombstone delet
 record that wins later re-creates it. Nothing depends on event time, so nothing is late. The
 state keeps, per key, the (partition, offset) of the current winner, tombstones included (a
 lower record arriving later must not resurrect a deleted key), so it grows with the number of
-keys ever seen, as the table does.
+keys ever seen, as the table does. With ``position``, each row also holds its record's
+(partition, offset), in columns of those names.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from streaming.state import State
 WINNERS = "winners"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Compaction:
     """Latest value per key of a changelog input.
 
@@ -34,16 +35,30 @@ class Compaction:
         source: the input (``changelog=True`` lets tombstones delete).
         key_columns: the record key's columns.
         columns: the value columns to keep (default: every user column).
+        position: the names of two more columns holding each row's record partition (int32)
+            and offset (int64); None for none.
     """
 
     source: Source
     key_columns: tuple[str, ...]
     columns: tuple[str, ...] | None = None
+    position: tuple[str, str] | None = None
 
     def __post_init__(self) -> None:
         if not self.key_columns:
             msg = "compaction needs at least one key column"
             raise OperatorConfigError(msg)
+        if self.position is not None and (len(self.position) != 2 or len(set(self.position)) != 2):
+            msg = "position names two columns: the partition's and the offset's"
+            raise OperatorConfigError(msg)
+
+    def __repr__(self) -> str:
+        # Part of a plan's fingerprint: without a position it is what it always was.
+        fields = f"source={self.source!r}, key_columns={self.key_columns!r}"
+        fields += f", columns={self.columns!r}"
+        if self.position is not None:
+            fields += f", position={self.position!r}"
+        return f"Compaction({fields})"
 
     @property
     def inputs(self) -> tuple[str, ...]:
@@ -68,7 +83,15 @@ class Compaction:
             name for name in value_columns(records.empty_table()) if name not in self.key_columns
         ]
         names = [*self.key_columns, *[v for v in values if v not in self.key_columns]]
-        return pa.schema([records.field(name) for name in names])
+        schema = pa.schema([records.field(name) for name in names])
+        if self.position is None:
+            return schema
+        taken = [name for name in self.position if name in names]
+        if taken:
+            msg = f"position columns {taken} are already columns of the rows ({names})"
+            raise OperatorConfigError(msg)
+        partition, offset = self.position
+        return schema.append(pa.field(partition, pa.int32())).append(pa.field(offset, pa.int64()))
 
     def step(self, state: State, batch: Batch) -> Step:
         arrivals = arrive(state.get(CLOCK), batch, [self.source], grace_ms=None)
@@ -89,6 +112,9 @@ class Compaction:
         winners, _ = supersede(
             transition, WINNERS, self.key_columns, records, [PARTITION, OFFSET], stored
         )
+        if self.position is not None:
+            for name, column in zip(self.position, (PARTITION, OFFSET), strict=True):
+                winners = winners.append_column(name, winners.column(column))
         tombstone = _tombstones(winners, self.source)
         changes = combine(
             [

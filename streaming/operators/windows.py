@@ -6,16 +6,22 @@ hopping window with ``start <= t < start + size``, ``start`` a multiple of ``adv
 window joins records whose intervals ``[t, t + gap)`` overlap: two records exactly ``gap`` apart
 start separate sessions. A session's end is its last record's time plus ``gap``. A window is
 final once its end is at or below the grace horizon: no record that is not late can reach it.
+
+Lengths are declared as ``timedelta`` (``Tumbling(size=timedelta(hours=1))``) and kept as whole
+milliseconds, the unit of event time. The ``*_ms`` parameters and a bare number of milliseconds
+still work, with a ``DeprecationWarning``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from quality.durations import MILLISECOND, timedelta_or_ms
 from streaming.operators.batch import TIME
 from streaming.operators.errors import OperatorConfigError
 
@@ -23,48 +29,103 @@ START = "window_start"
 END = "window_end"
 
 
-def _positive(value: int, what: str) -> None:
-    if not isinstance(value, int) or value <= 0:
-        msg = f"{what} must be a positive number of milliseconds, got {value!r}"
+def _length(
+    what: str, value: timedelta | int | None, ms: int | None, names: tuple[str, str]
+) -> timedelta:
+    """A window length given as ``value`` (a timedelta) or, deprecated, as milliseconds (``ms``,
+    or a number for ``value``); ``names`` is (new, old) parameter name, for the messages."""
+    try:
+        length = timedelta_or_ms(value, ms, what=what, names=names, stacklevel=4)
+    except ValueError as exc:
+        raise OperatorConfigError(str(exc)) from None
+    if length is None:
+        msg = f"{what}: give {names[0]}= as a timedelta, e.g. {names[0]}=timedelta(minutes=5)"
         raise OperatorConfigError(msg)
+    if length <= timedelta(0) or length % MILLISECOND:
+        msg = f"{what} must be a positive whole number of milliseconds, got {length}"
+        raise OperatorConfigError(msg)
+    return length
 
 
-@dataclass(frozen=True)
+def _ms(length: timedelta) -> int:
+    return length // MILLISECOND
+
+
+@dataclass(frozen=True, init=False, repr=False)
 class Tumbling:
-    """Back-to-back windows of ``size_ms``."""
+    """Back-to-back windows of ``size``."""
 
-    size_ms: int
+    size: timedelta
 
-    def __post_init__(self) -> None:
-        _positive(self.size_ms, "a tumbling window's size")
+    def __init__(self, size: timedelta | None = None, *, size_ms: int | None = None) -> None:
+        length = _length("a tumbling window's size", size, size_ms, ("size", "size_ms"))
+        object.__setattr__(self, "size", length)
+
+    @property
+    def size_ms(self) -> int:
+        return _ms(self.size)
+
+    # The repr is part of a plan's fingerprint (``Plan.describe``): in milliseconds, so a window
+    # has the same one whichever spelling declared it.
+    def __repr__(self) -> str:
+        return f"Tumbling(size_ms={self.size_ms})"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False, repr=False)
 class Hopping:
-    """Windows of ``size_ms`` starting every ``advance_ms`` (overlapping when advance < size)."""
+    """Windows of ``size`` starting every ``advance`` (overlapping when advance < size)."""
 
-    size_ms: int
-    advance_ms: int
+    size: timedelta
+    advance: timedelta
 
-    def __post_init__(self) -> None:
-        _positive(self.size_ms, "a hopping window's size")
-        _positive(self.advance_ms, "a hopping window's advance")
-        if self.advance_ms > self.size_ms:
+    def __init__(
+        self,
+        size: timedelta | None = None,
+        advance: timedelta | None = None,
+        *,
+        size_ms: int | None = None,
+        advance_ms: int | None = None,
+    ) -> None:
+        length = _length("a hopping window's size", size, size_ms, ("size", "size_ms"))
+        step = _length("a hopping window's advance", advance, advance_ms, ("advance", "advance_ms"))
+        if step > length:
             msg = (
-                f"a hopping window's advance ({self.advance_ms} ms) exceeds its size "
-                f"({self.size_ms} ms): records between windows would belong to none"
+                f"a hopping window's advance ({step}) exceeds its size ({length}): records "
+                "between windows would belong to none"
             )
             raise OperatorConfigError(msg)
+        object.__setattr__(self, "size", length)
+        object.__setattr__(self, "advance", step)
+
+    @property
+    def size_ms(self) -> int:
+        return _ms(self.size)
+
+    @property
+    def advance_ms(self) -> int:
+        return _ms(self.advance)
+
+    def __repr__(self) -> str:  # in milliseconds, as Tumbling's
+        return f"Hopping(size_ms={self.size_ms}, advance_ms={self.advance_ms})"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False, repr=False)
 class Session:
-    """Sessions of records less than ``gap_ms`` apart."""
+    """Sessions of records less than ``gap`` apart."""
 
-    gap_ms: int
+    gap: timedelta
 
-    def __post_init__(self) -> None:
-        _positive(self.gap_ms, "a session window's gap")
+    def __init__(self, gap: timedelta | None = None, *, gap_ms: int | None = None) -> None:
+        object.__setattr__(
+            self, "gap", _length("a session window's gap", gap, gap_ms, ("gap", "gap_ms"))
+        )
+
+    @property
+    def gap_ms(self) -> int:
+        return _ms(self.gap)
+
+    def __repr__(self) -> str:  # in milliseconds, as Tumbling's
+        return f"Session(gap_ms={self.gap_ms})"
 
 
 Window = Tumbling | Hopping | Session

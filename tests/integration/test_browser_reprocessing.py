@@ -39,7 +39,7 @@ pytestmark = [
 ]
 
 MODULE = "ui_flow_pipelines.customers"
-UPPER = '.withColumn("name", F.upper(F.col("name")))'
+UPPER = '.with_columns(name=pc.utf8_upper(pc.field("name")))'
 V1 = customers_module("v1")
 V2 = customers_module("v2", change=UPPER)
 V3 = customers_module(

@@ -1,8 +1,8 @@
 """The `lag` and `freshness` checks of a running deployment turn red when it falls behind and
 stops committing while input waits, and green again once it catches up (real Spark and broker).
 
-The deployment falls behind the way it does in production: a micro-batch is stuck (here in a
-Python UDF waiting on a gate file, as on a slow external lookup) while input keeps arriving. The
+The deployment falls behind the way it does in production: a micro-batch is stuck (here in its
+operator, waiting on a gate file, as on a slow external lookup) while input keeps arriving. The
 test opens and closes the gate, so no state depends on when Spark's trigger clock fires.
 """
 
@@ -16,8 +16,6 @@ from typing import Any
 
 import pytest
 from dagster import AssetKey, DagsterInstance
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
 
 from assets.checks.health import check_evaluations
 from kappa.testing.producing import customer_changes, send
@@ -56,21 +54,25 @@ def _verdicts(snapshot: Snapshot) -> dict[str, bool]:
         return {e.check_name: e.passed for e in check_evaluations(instance, key, snapshot)}
 
 
-def _gated(transform: Any, gate: Path) -> Any:
-    """``transform`` whose rows each wait, inside the batch, until ``gate`` exists."""
+class _Gated:
+    """``operator``, whose steps over records each wait, inside the batch, until ``gate``
+    exists."""
 
-    def wait_for_gate(_: Any) -> bool:
-        deadline = time.monotonic() + 600  # a stuck test ends; the gate opens long before
-        while not gate.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        return True
+    def __init__(self, operator: Any, gate: Path) -> None:
+        self.operator = operator
+        self.gate = gate
 
-    through_gate = F.udf(wait_for_gate, "boolean").asNondeterministic()
+    def __getattr__(self, name: str) -> Any:
+        if name in ("operator", "gate") or name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.operator, name)
 
-    def gated(records: DataFrame) -> DataFrame:
-        return transform(records).where(through_gate(F.col("_offset")))
-
-    return gated
+    def step(self, state: Any, batch: Any) -> Any:
+        if any(records.num_rows for records in batch.records.values()):
+            deadline = time.monotonic() + 600  # a stuck test ends; the gate opens long before
+            while not self.gate.exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
+        return self.operator.step(state, batch)
 
 
 def test_lag_and_freshness_turn_red_then_green(spark, settings, broker, tmp_path):
@@ -78,7 +80,9 @@ def test_lag_and_freshness_turn_red_then_green(spark, settings, broker, tmp_path
     gate.touch()
     send(settings, customer_changes(100, seed=80))
     customers = get_pipeline(settings.pipelines, "customers")
-    pipeline = dataclasses.replace(customers, transform=_gated(customers.transform, gate))
+    assert customers.plan is not None
+    plan = dataclasses.replace(customers.plan, operator=_Gated(customers.plan.operator, gate))
+    pipeline = dataclasses.replace(customers, plan=plan)
     options = RunOptions(
         mode="continuous",
         report_every_s=0.5,

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 
+import pyarrow.compute as pc
 import pytest
 from dagster import AssetCheckKey, AssetKey, DagsterInstance
-from pyspark.sql import functions as F
 
 from assets.definitions import defs
 from assets.resources import KappaSettings, spark_resource
@@ -34,18 +34,11 @@ def _run(spark, settings, pipeline) -> None:  # type: ignore[no-untyped-def]
     ).run()
 
 
-def _broken_emails(records):  # type: ignore[no-untyped-def]
-    from pipelines.customers import transform
-
-    rows = transform(records)
-    broken = F.when(F.col("customer_id") < "k00030", F.lit("broken@example.com"))
-    return rows.withColumn("email", broken.otherwise(F.col("email")))
-
-
-def _upper_names(records):  # type: ignore[no-untyped-def]
-    from pipelines.customers import transform
-
-    return transform(records).withColumn("name", F.upper("name"))
+# ~10% of the customers get a broken email
+BROKEN_EMAILS = pc.if_else(
+    pc.field("customer_id") < "k00030", pc.scalar("broken@example.com"), pc.field("email")
+)
+UPPER_NAMES = pc.utf8_upper(pc.field("name"))
 
 
 def _promote(settings, instance, version):  # type: ignore[no-untyped-def]
@@ -82,7 +75,8 @@ def test_buggy_candidate_is_refused_and_declared_change_is_promoted(
     switch(settings.home, "customers", "v1", "first deployment")
 
     # v3 breaks the email of ~10% of the customers; it follows v1's commits, so they compare
-    v3 = dataclasses.replace(v1, version="v3", transform=_broken_emails)
+    assert v1.plan is not None
+    v3 = dataclasses.replace(v1, version="v3", plan=v1.plan.with_columns(email=BROKEN_EMAILS))
     monkeypatch.setitem(registry(settings.pipelines), "customers", v3)
     _run(spark, settings, v3)
     instance = DagsterInstance.ephemeral()
@@ -111,7 +105,7 @@ def test_buggy_candidate_is_refused_and_declared_change_is_promoted(
     v4 = dataclasses.replace(
         v1,
         version="v4",
-        transform=_upper_names,
+        plan=v1.plan.with_columns(name=UPPER_NAMES),
         comparison=ComparisonPolicy(expected_changed_columns=frozenset({"name"})),
     )
     monkeypatch.setitem(registry(settings.pipelines), "customers", v4)

@@ -36,7 +36,9 @@ MODULE = "e2e_pipelines.customers"
 V1 = customers_module("v1", options=', promotion="auto"')
 # v2 normalises emails (already lower-case in the data): a refactor that must compare clean.
 V2 = customers_module(
-    "v2", change='.withColumn("email", F.lower(F.col("email")))', options=', promotion="auto"'
+    "v2",
+    change='.with_columns(email=pc.utf8_lower(pc.field("email")))',
+    options=', promotion="auto"',
 )
 FAST = {"mode": "continuous", "trigger_interval": "0.5 seconds", "report_every_s": 2.0}
 

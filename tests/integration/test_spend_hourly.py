@@ -5,6 +5,7 @@ v2 with 30-minute windows reprocessed beside it, compared at equal offsets and p
 from __future__ import annotations
 
 import dataclasses
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -92,7 +93,7 @@ def test_sigkills_mid_run_then_resume_equal_the_reference(spark, settings, broke
 def _half_hourly(v1: Pipeline) -> Pipeline:
     """v2: 30-minute windows, declared as an expected change of the key set and the values."""
     policy = ComparisonPolicy(min_key_overlap=0.0, expected_changed_columns=frozenset(VALUES))
-    plan = spend_per_window(1_800_000)
+    plan = spend_per_window(timedelta(minutes=30))
     return dataclasses.replace(v1, version="v2", plan=plan, comparison=policy)
 
 

@@ -4,7 +4,6 @@ tables and a real broker (no Spark, no Dagster: these are the functions the sens
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import json
 import sys
 import time
@@ -140,10 +139,10 @@ def test_a_deployment_keeps_its_pinned_code_after_the_module_changes(settings, t
     module = package / "mine.py"
     template = (
         "from dataclasses import replace\n"
+        "import pyarrow.compute as pc\n"
         "from pipelines import customers as base\n"
-        "def transform(records):\n"
-        "    return base.transform(records){}\n"
-        "PIPELINE = replace(base.PIPELINE, version={!r}, transform=transform)\n"
+        "PLAN = base.PLAN{}\n"
+        "PIPELINE = replace(base.PIPELINE, version={!r}, plan=PLAN)\n"
     )
     module.write_text(template.format("", "v1"))
     sys.path.insert(0, str(tmp_path))
@@ -156,17 +155,20 @@ def test_a_deployment_keeps_its_pinned_code_after_the_module_changes(settings, t
         assert pinned.pinned_at is not None and pinned.pinned_at.exists()
         first = pinned.pipeline.fingerprint
         # the module changes without a version bump
-        module.write_text(template.format(".limit(1)", "v1"))
+        changed = '.where(pc.field("country") == "DE")'
+        module.write_text(template.format(changed, "v1"))
         # the first run goes on with the code and fingerprint it started with (its commits record
         # that fingerprint), not with what the file now says
         assert pinned.pipeline.fingerprint == first
-        assert ".limit(1)" not in inspect.getsource(pinned.pipeline.transform)  # type: ignore[arg-type]
+        assert pinned.pipeline.plan is not None and pinned.pipeline.plan.condition is None
         # a restart of v1 runs its pinned code too, with a warning
         importlib.reload(mine)
         again = pinned_pipeline_from(settings, mine)
+        assert mine.PLAN.condition is not None  # the module on disk filters now
         assert again.pipeline.fingerprint == first
+        assert again.pipeline.plan is not None and again.pipeline.plan.condition is None
         pinned_module = again.pinned_at / "pins_pkg" / "mine.py"  # type: ignore[operator]
-        assert ".limit(1)" not in pinned_module.read_text()
+        assert changed not in pinned_module.read_text()
         assert "Bump VERSION" in again.warning
     finally:
         sys.path.remove(str(tmp_path))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import pyarrow.compute as pc
 import pytest
-from pyspark.sql import functions as F
 
 from assets.resources import KappaSettings, spark_resource
 from kappa.testing.producing import customer_changes, send
@@ -39,10 +39,9 @@ def _run(spark, settings, pipeline):  # type: ignore[no-untyped-def]
     return runner.run(), recorder
 
 
-def _shouting_transform(records):  # type: ignore[no-untyped-def]
-    from pipelines.customers import transform
-
-    return transform(records).withColumn("name", F.upper("name"))
+def _shouting(pipeline):  # type: ignore[no-untyped-def]
+    plan = pipeline.plan.with_columns(name=pc.utf8_upper(pc.field("name")))
+    return dataclasses.replace(pipeline, plan=plan)
 
 
 def test_code_change_without_new_version_is_reported(spark, settings, broker):
@@ -51,7 +50,7 @@ def test_code_change_without_new_version_is_reported(spark, settings, broker):
     snapshot, recorder = _run(spark, settings, original)
     assert recorder.warnings == [] and snapshot.fingerprint_drift == ""
 
-    changed = dataclasses.replace(original, transform=_shouting_transform)
+    changed = _shouting(original)
     assert changed.fingerprint != original.fingerprint
     send(settings, customer_changes(50, seed=41))
     snapshot, recorder = _run(spark, settings, changed)
@@ -70,17 +69,15 @@ def _run_version(spark, settings, pipeline, **options):  # type: ignore[no-untyp
     return runner.run()
 
 
-def _v2_transform(records):  # type: ignore[no-untyped-def]
+def _v2(v1):  # type: ignore[no-untyped-def]
     """Same output as v1, computed differently (a refactoring)."""
-    from pipelines.customers import transform
+    plan = v1.plan.with_columns(email=pc.field("email"))
+    return dataclasses.replace(v1, version="v2", plan=plan)
 
-    return transform(records.select("*"))
 
-
-def _buggy_transform(records):  # type: ignore[no-untyped-def]
-    from pipelines.customers import transform
-
-    return transform(records).withColumn("email", F.lit("broken@example.com"))
+def _buggy(v1):  # type: ignore[no-untyped-def]
+    plan = v1.plan.with_columns(email=pc.scalar("broken@example.com"))
+    return dataclasses.replace(v1, version="v3", plan=plan)
 
 
 def test_side_by_side_reprocess_promote_rollback_retire(spark, settings, broker, monkeypatch):
@@ -101,7 +98,7 @@ def test_side_by_side_reprocess_promote_rollback_retire(spark, settings, broker,
     assert live_version(settings.home, "customers") == "v1"
 
     # the code changes to v2; v1 keeps serving and keeps consuming new events
-    v2 = dataclasses.replace(v1, version="v2", transform=_v2_transform)
+    v2 = _v2(v1)
     send(settings, customer_changes(700, seed=43))
     _run_version(spark, settings, v1)
     live_at = last_end_offsets(Deployment("customers", "v1", settings.home).table_path)
@@ -143,7 +140,7 @@ def test_side_by_side_reprocess_promote_rollback_retire(spark, settings, broker,
     ]
 
     # a buggy v3 is compared at v2's offsets and cannot be promoted
-    v3 = dataclasses.replace(v1, version="v3", transform=_buggy_transform)
+    v3 = _buggy(v1)
     at = last_end_offsets(Deployment("customers", "v2", settings.home).table_path)
     _run_version(spark, settings, v3, ending_offsets=off.dumps(at))
     monkeypatch.setitem(registry(settings.pipelines), "customers", v3)

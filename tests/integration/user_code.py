@@ -1,5 +1,5 @@
 """A user's own pipeline package, written by a test: the demo's customers pipeline at a chosen
-version and transform change, importable by the platform's processes through PYTHONPATH."""
+version and plan change, importable by the platform's processes through PYTHONPATH."""
 
 from __future__ import annotations
 
@@ -11,27 +11,23 @@ from pathlib import Path
 _CUSTOMERS = '''"""customers, as a user's pipeline module (written by the test)."""
 from dataclasses import replace
 
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
+import pyarrow.compute as pc
 
 from pipelines import customers as base
 from quality.rules import ComparisonPolicy
 
 VERSION = "{version}"
 
+PLAN = base.PLAN{change}
 
-def transform(records: DataFrame) -> DataFrame:
-    rows = base.transform(records)
-    return rows{change}
-
-
-PIPELINE = replace(base.PIPELINE, version=VERSION, transform=transform{options})
+PIPELINE = replace(base.PIPELINE, version=VERSION, plan=PLAN{options})
 '''
 
 
 def customers_module(version: str, change: str = "", options: str = "") -> str:
-    """The module's source: ``change`` is appended to the demo transform's rows (a DataFrame
-    method chain), ``options`` to the ``replace`` of the demo pipeline (``, name=value``)."""
+    """The module's source: ``change`` is appended to the demo plan (a method chain, e.g.
+    ``.with_columns(...)``), ``options`` to the ``replace`` of the demo pipeline
+    (``, name=value``)."""
     return _CUSTOMERS.format(version=version, change=change, options=options)
 
 

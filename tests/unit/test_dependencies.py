@@ -159,3 +159,78 @@ def test_the_rule_catches_a_forbidden_import() -> None:
     assert not _forbidden("streaming", "streaming/run/job.py", "streaming.versions.live_pointer")
     assert not _forbidden("streaming", "streaming/versions/retire.py", "streaming.deployment")
     assert not _forbidden("streaming", "streaming/operators/batch.py", "streaming.state")
+
+
+def _runtime_imports(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
+    """The import statements of a module that run, now or in a function: all but those under
+    ``if TYPE_CHECKING:``."""
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.If) and ast.unparse(node.test) in (
+            "TYPE_CHECKING",
+            "typing.TYPE_CHECKING",
+        ):
+            yield from (n for child in node.orelse for n in _runtime_imports_of(child))
+            continue
+        yield from _runtime_imports_of(node)
+
+
+def _runtime_imports_of(node: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        yield node
+    else:
+        yield from _runtime_imports(node)
+
+
+def _define_graph() -> dict[str, set[str]]:
+    """Module of streaming.define -> the modules of streaming.define it imports at run time."""
+    graph: dict[str, set[str]] = {}
+    for path in sorted((REPO_ROOT / "streaming" / "define").glob("*.py")):
+        edges = graph.setdefault(path.stem, set())
+        for node in _runtime_imports(ast.parse(path.read_text())):
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""] + [f"{node.module}.{a.name}" for a in node.names]
+            )
+            for name in names:
+                if name == "streaming.define":
+                    edges.add("__init__")
+                elif name.startswith("streaming.define."):
+                    module = name.split(".")[2]
+                    if (REPO_ROOT / "streaming" / "define" / f"{module}.py").exists():
+                        edges.add(module)
+    return graph
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Each module that reaches itself, with the way back."""
+    found = []
+    for start in sorted(graph):
+        paths = [[start, nxt] for nxt in sorted(graph[start])]
+        seen: set[str] = set()
+        while paths:
+            path = paths.pop()
+            if path[-1] == start:
+                found.append(path)
+                break
+            if path[-1] in seen:
+                continue
+            seen.add(path[-1])
+            paths += [[*path, nxt] for nxt in sorted(graph.get(path[-1], ()))]
+    return found
+
+
+def test_the_modules_of_the_authoring_api_import_each_other_without_a_circle() -> None:
+    circles = _circles(_define_graph())
+    assert circles == [], "\n".join(" -> ".join(c) for c in circles)
+
+
+def test_the_circle_rule_counts_imports_in_functions_but_not_for_type_checking() -> None:
+    source = (
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from streaming.define.b import B\n"
+        "def f():\n    from streaming.define.c import C\n"
+    )
+    imported = [n.module for n in _runtime_imports(ast.parse(source))]
+    assert imported == ["typing", "streaming.define.c"]
+    assert _circles({"a": {"b"}, "b": {"a"}, "c": set()}) == [["a", "b", "a"], ["b", "a", "b"]]

@@ -1,13 +1,15 @@
 """The README's pipeline examples are code a user copies: each one runs as written.
 
 Every ```python block of the README that declares a ``PIPELINE`` is executed on its own, as a
-module would be, and must leave a valid ``streaming.define.Pipeline`` behind. The other blocks
-read a running platform's tables and are shown, not run.
+module would be, and must leave a valid ``streaming.define.Pipeline`` behind without a
+deprecated spelling (a transform, a window in milliseconds, ``stream.window``, ``publish="..."``).
+The other blocks read a running platform's tables and are shown, not run.
 """
 
 from __future__ import annotations
 
 import re
+import warnings
 from pathlib import Path
 
 import pytest
@@ -30,7 +32,9 @@ def test_the_readme_has_pipeline_examples() -> None:
 def test_a_readme_pipeline_example_runs_as_written(number: int) -> None:
     source = pipeline_examples()[number]
     namespace: dict[str, object] = {"__name__": f"readme_example_{number}"}
-    exec(compile(source, f"README.md example {number}", "exec"), namespace)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        exec(compile(source, f"README.md example {number}", "exec"), namespace)
     pipeline = namespace["PIPELINE"]
     assert isinstance(pipeline, Pipeline)
-    assert pipeline.name and pipeline.version
+    assert pipeline.name and pipeline.version and pipeline.plan is not None

@@ -7,6 +7,7 @@ from collections import Counter
 from bench.faults_checks import Verdict, count_dead_letters
 from bench.faults_workload import poison_kinds
 from streaming.define.registry import get_pipeline
+from streaming.define.topic import Topic
 from streaming.settings import load_settings
 
 KIND = poison_kinds("k00001")[0]
@@ -45,7 +46,11 @@ def test_missing_and_duplicated_letters_fail() -> None:
 def test_poison_bytes_never_equal_a_valid_record() -> None:
     """Poison is found in the log by its bytes: each kind must really be invalid for the
     customers pipeline, or a clean record could be taken for poison."""
-    required = set(get_pipeline(load_settings(env={}).pipelines, "customers").required)
+    customers = get_pipeline(load_settings(env={}).pipelines, "customers")
+    assert customers.plan is not None
+    (topic,) = customers.plan.inputs
+    assert isinstance(topic, Topic)
+    required = set(topic.required)
     for kind in poison_kinds("k00042"):
         key_ok = kind.key is not None and _utf8(kind.key)
         try:

@@ -75,7 +75,16 @@ def order(record: Record, time: str | None) -> tuple[int, int, int]:
 # compaction and aggregation
 
 
-def compaction(log: Log, prefix: Prefix, name: str, key: list[str], columns: list[str]) -> dict:
+def compaction(
+    log: Log,
+    prefix: Prefix,
+    name: str,
+    key: list[str],
+    columns: list[str],
+    position: tuple[str, str] | None = None,
+) -> dict:
+    """Per key the record with the highest (partition, offset), unless it is a tombstone;
+    ``position`` names columns for that record's partition and offset."""
     latest: dict[tuple, Record] = {}
     for record in in_prefix(log, prefix, name):
         k = tuple(record[c] for c in key)
@@ -84,7 +93,11 @@ def compaction(log: Log, prefix: Prefix, name: str, key: list[str], columns: lis
             latest[k]["offset"],
         ):
             latest[k] = record
-    return {k: {c: r[c] for c in columns} for k, r in latest.items() if not r.get("delete")}
+    rows = {k: {c: r[c] for c in columns} for k, r in latest.items() if not r.get("delete")}
+    if position is not None:
+        for k, row in rows.items():
+            row.update(zip(position, (latest[k]["partition"], latest[k]["offset"]), strict=True))
+    return rows
 
 
 def aggregate(records: list[Record], aggregations: dict[str, tuple], time: str | None) -> dict:

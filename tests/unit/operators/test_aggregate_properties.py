@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pyarrow as pa
@@ -88,10 +89,11 @@ def event_logs(draw: Any, tombstones: bool = False) -> Any:
     return draw(cuts(log, parts))
 
 
+MS = timedelta(milliseconds=1)
 WINDOWS = {
-    "tumbling": (Tumbling(10), ("tumbling", 10)),
-    "hopping": (Hopping(12, 5), ("hopping", 12, 5)),
-    "session": (Session(6), ("session", 6)),
+    "tumbling": (Tumbling(10 * MS), ("tumbling", 10)),
+    "hopping": (Hopping(12 * MS, 5 * MS), ("hopping", 12, 5)),
+    "session": (Session(6 * MS), ("session", 6)),
 }
 
 
@@ -142,13 +144,17 @@ def test_group_aggregate_equals_its_definition_on_every_prefix(scenario: Any) ->
 CHANGELOG = InputShape("events", EVENTS.fields, changelog=True)
 
 
+@pytest.mark.parametrize("position", [None, ("at_partition", "at_offset")], ids=["", "position"])
 @pytest.mark.parametrize("key", [("k",), ("k", "k2")], ids=["key", "composite-key"])
 @given(scenario=event_logs(tombstones=True))
-def test_compaction_equals_its_definition_on_every_prefix(scenario: Any, key: tuple) -> None:
-    operator = Compaction(Source("events", changelog=True), key, ("q", "note"))
+def test_compaction_equals_its_definition_on_every_prefix(
+    scenario: Any, key: tuple, position: tuple[str, str] | None
+) -> None:
+    operator = Compaction(Source("events", changelog=True), key, ("q", "note"), position)
 
     def expected(prefix: Any) -> Any:
-        table = reference.compaction(scenario.log, prefix, "events", list(key), ["q", "note"])
+        columns = ["q", "note"]
+        table = reference.compaction(scenario.log, prefix, "events", list(key), columns, position)
         return table, set()
 
     run(operator, [CHANGELOG], scenario, expected)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pyarrow as pa
 import pytest
 
@@ -17,12 +19,14 @@ from streaming.operators import (
 
 from .builders import Feed, records
 
+MS = timedelta(milliseconds=1)
+
 FIELDS = {"k": pa.string(), "ts": pa.int64()}
 
 
 def windows(retention: int | None = None, grace: int = 10) -> WindowedAggregate:
     return WindowedAggregate(
-        Source("e", time="ts"), ("k",), Tumbling(100), {"n": Count()}, grace, retention
+        Source("e", time="ts"), ("k",), Tumbling(100 * MS), {"n": Count()}, grace, retention
     )
 
 

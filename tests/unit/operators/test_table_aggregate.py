@@ -4,6 +4,7 @@ move between groups, and leave them, as the changelog updates and deletes them."
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pyarrow as pa
@@ -31,6 +32,8 @@ TOPIC = Topic(
     time="ts",
     tombstones="delete",
 )
+
+MS = timedelta(milliseconds=1)
 WINDOW = 10
 
 
@@ -71,10 +74,10 @@ SHAPES = {
     "by-column": (("note",), None, lambda r: (r["note"],)),
     "by-column-and-window": (
         ("note",),
-        Tumbling(WINDOW),
+        Tumbling(WINDOW * MS),
         lambda r: (r["note"], r["ts"] // WINDOW * WINDOW),
     ),
-    "by-window": ((), Tumbling(WINDOW), lambda r: (r["ts"] // WINDOW * WINDOW,)),
+    "by-window": ((), Tumbling(WINDOW * MS), lambda r: (r["ts"] // WINDOW * WINDOW,)),
 }
 
 
@@ -155,7 +158,7 @@ def test_the_halves_per_partition_and_bucket_equal_the_group_by(
     plan = (
         TOPIC.table()
         .rows()
-        .group_by("note", window=Tumbling(WINDOW), time="ts", aggregations=AGGREGATIONS)
+        .group_by("note", window=Tumbling(WINDOW * MS), time="ts", aggregations=AGGREGATIONS)
     )
     by = SHAPES["by-column-and-window"][2]
 
@@ -192,8 +195,11 @@ def test_a_chain_of_chains_regroups_the_groups(scenario: Any) -> None:
     ("arguments", "says"),
     [
         ({"aggregations": {"top": Max("q")}}, "only Count, Sum and Mean can undo"),
-        ({"aggregations": {"n": Count()}, "window": Hopping(10, 5), "time": "ts"}, "Tumbling"),
-        ({"aggregations": {"n": Count()}, "window": Tumbling(10)}, "give both"),
+        (
+            {"aggregations": {"n": Count()}, "window": Hopping(10 * MS, 5 * MS), "time": "ts"},
+            "Tumbling",
+        ),
+        ({"aggregations": {"n": Count()}, "window": Tumbling(10 * MS)}, "give both"),
         ({"aggregations": {"n": Count()}, "time": "ts"}, "give both"),
         ({"aggregations": {"n": Count()}, "columns": ("nope",)}, "no columns ['nope']"),
         ({"aggregations": {"note": Count()}}, "clashes"),

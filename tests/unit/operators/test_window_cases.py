@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from decimal import Decimal
 
 import pyarrow as pa
@@ -28,6 +29,8 @@ from streaming.operators import (
 
 from .builders import Feed, records
 
+MS = timedelta(milliseconds=1)
+
 FIELDS = {"k": pa.string(), "amount": pa.decimal128(18, 2), "q": pa.int64(), "ts": pa.int64()}
 
 
@@ -49,7 +52,7 @@ def rows(*times: int, start: int = 0, key: str = "a") -> pa.Table:
 
 
 def test_session_records_exactly_a_gap_apart_start_separate_sessions() -> None:
-    feed = Feed(agg(Session(10)), {"e": [0]})
+    feed = Feed(agg(Session(10 * MS)), {"e": [0]})
     feed.send(e=rows(0, 10, 19))
     assert {k: (v["window_end"], v["n"]) for k, v in feed.table.items()} == {
         ("a", 0): (10, 1),
@@ -58,7 +61,7 @@ def test_session_records_exactly_a_gap_apart_start_separate_sessions() -> None:
 
 
 def test_a_bridging_record_merges_sessions_and_deletes_the_merged_away_rows() -> None:
-    feed = Feed(agg(Session(10), grace=50), {"e": [0]})
+    feed = Feed(agg(Session(10 * MS), grace=50), {"e": [0]})
     feed.send(e=rows(0, 15, 40))
     assert sorted(feed.table) == [("a", 0), ("a", 15), ("a", 40)]
     changes = feed.send(e=rows(8, start=3))
@@ -68,7 +71,7 @@ def test_a_bridging_record_merges_sessions_and_deletes_the_merged_away_rows() ->
 
 
 def test_retention_deletes_a_window_once_end_plus_retention_reaches_the_horizon() -> None:
-    feed = Feed(agg(Tumbling(100), retention=30), {"e": [0]})
+    feed = Feed(agg(Tumbling(100 * MS), retention=30), {"e": [0]})
     feed.send(e=rows(5, 139))  # horizon 129: window [0, 100) stays (100 + 30 > 129)
     assert ("a", 0) in feed.table
     feed.send(e=rows(140, start=2))  # horizon 130 = 100 + 30: deleted
@@ -76,7 +79,7 @@ def test_retention_deletes_a_window_once_end_plus_retention_reaches_the_horizon(
 
 
 def test_without_retention_final_windows_stay_in_the_output_and_leave_the_state() -> None:
-    feed = Feed(agg(Tumbling(10)), {"e": [0]})
+    feed = Feed(agg(Tumbling(10 * MS)), {"e": [0]})
     for i in range(50):
         feed.send(e=rows(i * 10, start=i))
     assert len(feed.table) == 50
@@ -84,7 +87,7 @@ def test_without_retention_final_windows_stay_in_the_output_and_leave_the_state(
 
 
 def test_final_windows_appear_once_when_the_horizon_passes_their_end() -> None:
-    final = FinalWindows(Source("e", time="ts"), ("k",), Tumbling(100), {"n": Count()}, 10)
+    final = FinalWindows(Source("e", time="ts"), ("k",), Tumbling(100 * MS), {"n": Count()}, 10)
     feed = Feed(final, {"e": [0]})
     assert feed.send(e=rows(5, 50, 105)).num_rows == 0  # horizon 95: [0, 100) still open
     assert feed.send(e=rows(95, 109, start=3)).num_rows == 0  # horizon 99; 95 is within grace
@@ -112,7 +115,7 @@ def test_final_windows_equal_the_updated_windows_that_closed_whatever_the_batchi
         {"p": i % 2, "o": i // 2, "k": k, "ts": t}
         for i, (k, t) in enumerate(zip(keys, times, strict=True))
     ]
-    window = Hopping(50, 20)
+    window = Hopping(50 * MS, 20 * MS)
     final = Feed(
         FinalWindows(Source("e", time="ts"), ("k",), window, {"n": Count()}, 30), {"e": [0, 1]}
     )
@@ -137,20 +140,20 @@ def test_final_windows_equal_the_updated_windows_that_closed_whatever_the_batchi
 
 def test_final_windows_refuse_sessions_and_retention() -> None:
     with pytest.raises(OperatorConfigError, match="tumbling or hopping"):
-        FinalWindows(Source("e", time="ts"), ("k",), Session(10), {"n": Count()})
+        FinalWindows(Source("e", time="ts"), ("k",), Session(10 * MS), {"n": Count()})
     with pytest.raises(OperatorConfigError, match="without a retention"):
-        FinalWindows(Source("e", time="ts"), ("k",), Tumbling(10), {"n": Count()}, 10, 5)
+        FinalWindows(Source("e", time="ts"), ("k",), Tumbling(10 * MS), {"n": Count()}, 10, 5)
 
 
 def test_hopping_windows_count_a_record_in_every_window_covering_it() -> None:
-    feed = Feed(agg(Hopping(10, 4)), {"e": [0]})
+    feed = Feed(agg(Hopping(10 * MS, 4 * MS)), {"e": [0]})
     feed.send(e=rows(9))
     assert sorted(k[1] for k in feed.table) == [0, 4, 8]
 
 
 def test_an_out_of_order_record_within_grace_reaggregates_its_window() -> None:
     aggregations = {"n": Count(), "total": Sum("amount"), "last": Latest("q"), "avg": Mean("q")}
-    feed = Feed(agg(Tumbling(100), grace=50, aggregations=aggregations), {"e": [0]})
+    feed = Feed(agg(Tumbling(100 * MS), grace=50, aggregations=aggregations), {"e": [0]})
     feed.send(
         e=records(
             FIELDS,
@@ -169,12 +172,12 @@ def test_an_out_of_order_record_within_grace_reaggregates_its_window() -> None:
 
 def test_decimal_sums_are_exact_and_integer_overflow_is_an_error() -> None:
     cents = [Decimal("0.10")] * 1000 + [Decimal("9999999999999999.99")] * 3
-    feed = Feed(agg(Tumbling(10**9), aggregations={"total": Sum("amount")}), {"e": [0]})
+    feed = Feed(agg(Tumbling(10**9 * MS), aggregations={"total": Sum("amount")}), {"e": [0]})
     batch = [{"p": 0, "o": i, "k": "a", "ts": 1, "amount": c} for i, c in enumerate(cents)]
     feed.send(e=records(FIELDS, batch))
     assert feed.table[("a", 0)]["total"] == Decimal("30000000000000099.97")
     big = [{"p": 0, "o": i, "k": "a", "ts": 1, "q": 2**62} for i in range(3)]
-    operator = agg(Tumbling(10), aggregations={"s": Sum("q")})
+    operator = agg(Tumbling(10 * MS), aggregations={"s": Sum("q")})
     with pytest.raises(BatchError, match="overflows int64"):
         operator.step(operator.initial_state(), Batch({"e": records(FIELDS, big)}, {"e": {0: 3}}))
 
@@ -192,9 +195,9 @@ def test_one_pass_and_record_by_record_give_the_same_aggregates() -> None:
         }
         for i in range(40)
     ]
-    whole = Feed(agg(Tumbling(20), grace=100, aggregations=aggregations), {"e": [0, 1]})
+    whole = Feed(agg(Tumbling(20 * MS), grace=100, aggregations=aggregations), {"e": [0, 1]})
     whole.send(e=records(FIELDS, data))
-    single = Feed(agg(Tumbling(20), grace=100, aggregations=aggregations), {"e": [0, 1]})
+    single = Feed(agg(Tumbling(20 * MS), grace=100, aggregations=aggregations), {"e": [0, 1]})
     for row in data:
         single.send(e=records(FIELDS, [row]))
     assert whole.table == single.table
@@ -233,12 +236,12 @@ def test_compaction_a_tombstone_deletes_and_a_later_record_recreates() -> None:
 @pytest.mark.parametrize(
     ("build", "message"),
     [
-        (lambda: Tumbling(0), "positive"),
-        (lambda: Hopping(10, 20), "exceeds its size"),
-        (lambda: agg(Tumbling(10), aggregations={}), "at least one aggregation"),
-        (lambda: agg(Tumbling(10), aggregations={"window_start": Count()}), "clashes"),
-        (lambda: agg(Tumbling(10), aggregations={"_n": Count()}), "not starting with"),
-        (lambda: agg(Tumbling(10), retention=-1), "zero or more"),
+        (lambda: Tumbling(0 * MS), "positive"),
+        (lambda: Hopping(10 * MS, 20 * MS), "exceeds its size"),
+        (lambda: agg(Tumbling(10 * MS), aggregations={}), "at least one aggregation"),
+        (lambda: agg(Tumbling(10 * MS), aggregations={"window_start": Count()}), "clashes"),
+        (lambda: agg(Tumbling(10 * MS), aggregations={"_n": Count()}), "not starting with"),
+        (lambda: agg(Tumbling(10 * MS), retention=-1), "zero or more"),
     ],
 )
 def test_bad_window_settings_fail_at_construction(build, message) -> None:
@@ -250,7 +253,9 @@ def test_bad_window_settings_fail_at_construction(build, message) -> None:
     "operator",
     [
         GroupAggregate(Source("e", time="ts"), ("k",), {"n": Count(), "top": Max("amount")}),
-        agg(Tumbling(20), aggregations={"n": Count(), "avg": Mean("amount"), "q": Latest("q")}),
+        agg(
+            Tumbling(20 * MS), aggregations={"n": Count(), "avg": Mean("amount"), "q": Latest("q")}
+        ),
     ],
     ids=["group", "windowed"],
 )

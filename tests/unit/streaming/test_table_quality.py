@@ -32,10 +32,21 @@ def test_a_pipeline_without_rules_still_checks_its_key_and_schema() -> None:
     assert bare.schema["total_amount"] == "decimal(18,2)"
 
 
-def test_a_whole_spec_still_works_and_says_to_give_only_the_rules() -> None:
+def test_a_whole_spec_still_works_for_a_transform_and_says_to_give_only_the_rules() -> None:
+    from pipelines.topics import CUSTOMERS as TOPIC
+    from streaming.define import LatestPerKey, Pipeline
+
     spec = TableSpec("customers", key="customer_id", schema={"customer_id": "string"})
     with pytest.warns(DeprecationWarning, match="give only its rules"):
-        pipeline = dataclasses.replace(CUSTOMERS, quality=spec)
+        pipeline = Pipeline(
+            name="customers",
+            version="v1",
+            topics=(TOPIC,),
+            transform=lambda records: records,
+            table=LatestPerKey(key="customer_id"),
+            table_schema=TOPIC.schema(),
+            quality=spec,
+        )
     assert pipeline.quality_spec is spec
     assert dataclasses.replace(CUSTOMERS, quality=NotNull("email")).quality_spec.rules == (
         NotNull("email"),

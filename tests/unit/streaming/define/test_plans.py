@@ -3,15 +3,20 @@ table schema derives from the topics, and the fingerprint follows the plan."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
 from quality.rules import Between, TableSpec
-from streaming.define import Count, LatestPerKey, Pipeline, Topic, Tumbling
+from streaming.define import Count, LatestPerKey, Max, Pipeline, Sum, Topic, Tumbling
 from streaming.errors import DefineError
+from streaming.operators import GroupAggregate
 
-ORDERS = Topic("orders", key="order_id", value_schema="order_id string, user string, ts bigint")
+ORDERS = Topic(
+    "orders", key="order_id", value_schema="order_id string, user string, n bigint, ts bigint"
+)
 USERS = Topic(
     "users",
     key="user",
@@ -21,6 +26,7 @@ USERS = Topic(
 )
 
 PER_USER = {"orders": Count()}
+MINUTE = Tumbling(timedelta(minutes=1))
 
 
 def _plan(**columns: pc.Expression):  # type: ignore[no-untyped-def]
@@ -36,6 +42,7 @@ def test_the_table_schema_derives_from_the_topics_and_expressions() -> None:
         [
             ("order_id", pa.string()),
             ("user", pa.string()),
+            ("n", pa.int64()),
             ("ts", pa.int64()),
             ("user_tier", pa.string()),
             ("gold", pa.bool_()),
@@ -59,7 +66,7 @@ def test_the_table_schema_derives_from_the_topics_and_expressions() -> None:
             ),
             "no column 'missing'",
         ),
-        (lambda: Pipeline(name="p", version="v1"), "either a transform or a plan"),
+        (lambda: Pipeline(name="p", version="v1"), "give a plan"),
         (
             lambda: Pipeline(
                 name="p",
@@ -69,7 +76,7 @@ def test_the_table_schema_derives_from_the_topics_and_expressions() -> None:
                 transform=lambda df: df,
                 table=LatestPerKey(key="order_id"),
                 table_schema=pa.schema([("order_id", pa.string())]),
-                publish="p",
+                publish=Topic("p"),
             ),
             "publish needs a plan",
         ),
@@ -77,10 +84,8 @@ def test_the_table_schema_derives_from_the_topics_and_expressions() -> None:
             lambda: Pipeline(
                 name="per_user_tier",
                 version="v1",
-                plan=ORDERS.stream().window(
-                    Tumbling(60_000), by="user", aggregations={"n": Count()}
-                ),
-                publish="per_user_tier",
+                plan=ORDERS.stream().group_by("user", window=MINUTE, aggregations=PER_USER),
+                publish=Topic("per_user_tier"),
             ).output_topic(),
             "composite key",
         ),
@@ -99,7 +104,7 @@ def test_the_fingerprint_follows_the_plan() -> None:
 
 
 def test_a_published_table_is_a_topic_with_the_table_schema() -> None:
-    pipeline = Pipeline(name="tiered", version="v1", plan=_plan(), publish="tiered")
+    pipeline = Pipeline(name="tiered", version="v1", plan=_plan(), publish=Topic("tiered"))
     topic = pipeline.output_topic()
     assert topic.changelog and topic.key == "order_id"
     assert topic.schema() == pipeline.table_schema
@@ -107,7 +112,7 @@ def test_a_published_table_is_a_topic_with_the_table_schema() -> None:
 
 def test_a_plans_quality_spec_derives_its_key_and_schema_and_takes_the_declared_rules() -> None:
     rule = Between("orders", min_value=1)
-    plan = ORDERS.stream().window(Tumbling(60_000), by="user", aggregations=PER_USER)
+    plan = ORDERS.stream().group_by("user", window=MINUTE, aggregations=PER_USER)
     spec = Pipeline(name="per_user", version="v1", plan=plan, quality=(rule,)).quality_spec
     assert spec.keys == ("user", "window_start") and spec.rules == (rule,)
     assert dict(spec.schema) == dict(
@@ -123,3 +128,53 @@ def test_a_plan_refuses_a_whole_quality_spec_and_a_rule_on_a_missing_column() ->
         Pipeline(name="tiered", version="v1", plan=_plan(), quality=spec)
     with pytest.raises(DefineError, match="names a column not in the schema"):
         Pipeline(name="tiered", version="v1", plan=_plan(), quality=(Between("nope", 0),))
+
+
+def test_a_table_input_keeps_where_each_row_was_read_when_asked() -> None:
+    plain = USERS.table().rows()
+    placed = USERS.table().rows(position=("partition", "offset"))
+    assert placed.table_schema() == plain.table_schema().append(
+        pa.field("partition", pa.int32())
+    ).append(pa.field("offset", pa.int64()))
+    assert Pipeline(name="users", version="v1", plan=placed).table.keys == ("user",)
+
+
+def test_an_unwindowed_group_by_aggregates_every_record_per_group() -> None:
+    totals = {"orders": Count(), "total": Sum("n"), "last": Max("ts")}
+    plan = ORDERS.stream().group_by("user", aggregations=totals)
+    assert isinstance(plan.operator, GroupAggregate) and plan.key == ("user",)
+    assert plan.table_schema() == pa.schema(
+        [("user", pa.string()), ("orders", pa.int64()), ("total", pa.int64()), ("last", pa.int64())]
+    )
+    windowed = ORDERS.stream().group_by("user", window=MINUTE, aggregations=totals)
+    assert windowed.key == ("user", "window_start")
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda: USERS.table().rows(position=("p",)), "names two columns"),
+        (lambda: USERS.table().rows(position=("tier", "offset")), "already columns"),
+        (lambda: ORDERS.stream().group_by(aggregations=PER_USER), "grouping columns"),
+        (lambda: ORDERS.stream().group_by("nope", aggregations=PER_USER), "nope"),
+        (
+            lambda: ORDERS.stream().group_by(
+                "user", aggregations=PER_USER, grace=timedelta(minutes=1)
+            ),
+            "grace apply to windows",
+        ),
+        (
+            lambda: ORDERS.stream().group_by("user", aggregations=PER_USER, emit="final"),
+            "emit='final' apply to windows",
+        ),
+        (
+            lambda: ORDERS.stream().group_by(
+                "user", window=MINUTE, aggregations=PER_USER, emit="once"
+            ),
+            "emit is 'updates' or 'final'",
+        ),
+    ],
+)
+def test_bad_inputs_and_groupings_fail_with_what_to_fix(build, message) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(DefineError, match=message):
+        build()

@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from streaming.define.registry import get_pipeline
+import pyarrow as pa
+
+from pipelines.topics import CUSTOMERS
+from streaming.define import LatestPerKey, Pipeline
 from streaming.deployment import Deployment
 from streaming.run.micro_batch import BatchWriter
-from streaming.settings import load_settings
 
 
 def _offsets_log(checkpoint: Path, batches: range) -> None:
@@ -22,7 +24,17 @@ def _offsets_log(checkpoint: Path, batches: range) -> None:
 
 
 def test_a_long_continuous_run_keeps_a_bounded_batch_history(tmp_path):
-    pipeline = get_pipeline(load_settings(env={}).pipelines, "customers")
+    # a per-batch transform (the deprecated form): what this writer runs
+    pipeline = Pipeline(
+        name="customers",
+        version="v1",
+        topics=(CUSTOMERS,),
+        transform=lambda records: records,
+        table=LatestPerKey(key="customer_id", position=("partition", "offset")),
+        table_schema=CUSTOMERS.schema()
+        .append(pa.field("partition", pa.int32()))
+        .append(pa.field("offset", pa.int64())),
+    )
     deployment = Deployment("customers", "v1", tmp_path)
     writer = BatchWriter(pipeline, deployment)
     empty = pipeline.table.change_schema(pipeline.table_schema).empty_table()
