@@ -303,8 +303,7 @@ def test_the_cycle_finder_names_a_circle_and_skips_type_checking_imports() -> No
     assert _cycles(graph) == [["a.py", "b.py", "c.py", "a.py"]]
     assert _cycles({"a.py": {"b.py"}, "b.py": set()}) == []
     code = ast.parse(
-        "import x\nif TYPE_CHECKING:\n    import y\nelse:\n    import z\n"
-        "def f():\n    import w\n"
+        "import x\nif TYPE_CHECKING:\n    import y\nelse:\n    import z\ndef f():\n    import w\n"
     )
     imported = {a.name for n in _statements(code) if isinstance(n, ast.Import) for a in n.names}
     assert imported == {"x", "z", "w"}
