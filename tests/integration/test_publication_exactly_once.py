@@ -26,6 +26,7 @@ from confluent_kafka import Consumer, TopicPartition
 from deltalake import write_deltalake
 
 from streaming.deployment import Deployment
+from streaming.processes import pid_alive
 from streaming.run import publisher_host
 from streaming.run.changelog_publisher import ChangelogPublisher
 from streaming.run.publication import (
@@ -148,15 +149,15 @@ def _crash_while_publishing(settings: Settings, batch: int) -> None:
             worker.stdin.write(pickle.dumps(publisher))
             worker.stdin.close()
 
-            def delivered() -> bool:
+            def delivered() -> bool:  # every record of the share is in the log
                 logged = replay_published(settings, TOPIC, "read_uncommitted")
-                return any(r.batch == batch for r in logged)
+                return sum(r.batch == batch for r in logged) == len(changes(batch))
 
             assert wait_until(delivered, 60), "the stalled worker's records never reached Kafka"
             host = publisher_host.host_pid(os.getpid())  # the worker's executor is this process
             assert host is not None
             os.kill(host, signal.SIGKILL)
-            assert wait_until(lambda: publisher_host.host_pid(os.getpid()) is None, 30)
+            assert wait_until(lambda: not pid_alive(host), 30)
         finally:
             worker.kill()
             worker.wait(timeout=30)
