@@ -7,8 +7,7 @@ one, and every match of a kept left record is kept.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -21,35 +20,14 @@ from streaming.state import key_mask, last_per_key
 if TYPE_CHECKING:
     import pandas as pd
 
+    from streaming.operators.interval_join import IntervalJoin
+
 LEFT = "left"
 RIGHT = "right"
 
 
-class PairedJoin(Protocol):
-    """What the pairs are made of: the interval join's declaration
-    (``streaming.operators.interval_join.IntervalJoin``) and how it assembles output rows."""
-
-    on: tuple[str, ...]
-    right_on: tuple[str, ...]
-    key_columns: tuple[str, ...]
-    right_columns: Mapping[str, str]
-    before_ms: int
-    after_ms: int
-    how: Literal["inner", "left"]
-    right_key: tuple[str, ...]
-
-    def assemble(
-        self,
-        lefts: pa.Table,
-        rights: pa.Table | None,
-        picks: np.ndarray,
-        kept: list[str],
-        schema: pa.Schema,
-    ) -> pa.Table: ...
-
-
 def all_pairs(
-    join: PairedJoin,
+    join: IntervalJoin,
     transition: Transition,
     lefts: pa.Table,
     rights: pa.Table,
@@ -86,7 +64,7 @@ def all_pairs(
     return parts
 
 
-def matching_pairs(join: PairedJoin, lefts: pa.Table, rights: pa.Table | None) -> pd.DataFrame:
+def matching_pairs(join: IntervalJoin, lefts: pa.Table, rights: pa.Table | None) -> pd.DataFrame:
     """Matching (``__left``, ``__right``) row index pairs between two tables."""
     # Imported here: pandas is a fifth of a second that every Spark Python worker importing the
     # authoring API would otherwise pay, and only the interval join uses it.
@@ -108,7 +86,7 @@ def matching_pairs(join: PairedJoin, lefts: pa.Table, rights: pa.Table | None) -
 
 
 def pair_rows(
-    join: PairedJoin,
+    join: IntervalJoin,
     lefts: pa.Table,
     rights: pa.Table,
     pairs: pd.DataFrame,
@@ -136,7 +114,7 @@ def pair_rows(
 
 
 def null_rows(
-    join: PairedJoin, group: pa.Table, pairs: pd.DataFrame, kept: list[str], schema: pa.Schema
+    join: IntervalJoin, group: pa.Table, pairs: pd.DataFrame, kept: list[str], schema: pa.Schema
 ) -> list[pa.Table]:
     """Left join: per touched left key, a null row while its greatest record has no match."""
     lk = list(join.key_columns)
