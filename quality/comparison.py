@@ -1,5 +1,5 @@
 """The result of comparing two versions of one table, as small frozen pydantic models of plain
-values. Built by :func:`quality.compare.compare_tables`; rendered by :mod:`quality.report`.
+values. Built by :func:`quality.compare.compare_tables`; rendered by :mod:`quality.rendering`.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from quality.outcomes import (
     evidence_metadata,
     find_outcome,
 )
+from quality.rendering import render_comparison
 from quality.rules import ComparisonPolicy
 
 # The checks a comparison's outcomes are grouped into (ExpectationOutcome.group).
@@ -213,8 +214,6 @@ class ComparisonResult(Result):
 
     def render_text(self) -> str:
         """A plain-text report with tables of numbers (what ``kappa diff`` prints)."""
-        from quality.report import render_comparison
-
         return render_comparison(self)
 
     def group_metadata(self, group: str) -> dict[str, MetadataValue]:

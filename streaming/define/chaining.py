@@ -73,7 +73,7 @@ class Chained:
         batch then runs per input partition, and the groups per bucket (:meth:`buckets`)."""
         if isinstance(self.first.operator, Chained):
             return None
-        declared = getattr(self.first.operator, "partitioned_by", None)
+        declared = self.first.operator.partitioned_by
         return None if declared is None else dict(declared)
 
     def step(self, state: State, batch: Batch) -> Step:

@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from streaming.define.table_kinds import TableKind
+from streaming.delta.stored_rows import stored_rows
 from streaming.delta.table_keys import key_array, key_type
 from streaming.delta.table_store import TableLocation, TableStore
 from streaming.errors import TableError
@@ -95,8 +96,6 @@ class ShareWriter:
 
     def _folded(self, changes: pa.Table, read_version: int | None) -> pa.Table:
         """The batch rows folded into their keys' stored rows, as deletes-free changes."""
-        from streaming.delta.stored_rows import stored_rows
-
         if read_version is None:
             msg = f"{type(self.kind).__name__} folds into the stored rows: give the read_version"
             raise TableError(msg)

@@ -14,7 +14,6 @@ written by a batch that died before its commit are never referenced and are clea
 
 from __future__ import annotations
 
-import gc
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -29,7 +28,7 @@ from streaming.define.table_kinds import TableKind
 from streaming.delta import deletion_vectors as dvs
 from streaming.delta.batch_resolution import Changes, resolve
 from streaming.delta.data_files import ShareWriter, duplicate_key_message
-from streaming.delta.key_index import KeyIndex
+from streaming.delta.key_index import KeyIndex, long_lived
 from streaming.delta.log_entries import FileEntry, commit_info, publish, txn
 from streaming.delta.log_replay import LogSnapshot, replay
 from streaming.delta.table_keys import key_array
@@ -253,14 +252,6 @@ class DvTable:
             self.index.add_file(entry.path, keys, partitions, offsets, live)
         self.index.drop(drop_keys)
         self.recount_live_rows()
-
-
-def long_lived() -> None:
-    """Move what the process holds now (a rebuilt key index: millions of keys) out of the
-    cyclic garbage collector's way. Otherwise every full collection walks every key, which at
-    10 M keys takes about a second and lands inside some batch; their memory is still freed by
-    reference counting when they go."""
-    gc.freeze()
 
 
 def _new_entries(shares: pa.Table) -> list[FileEntry | None]:

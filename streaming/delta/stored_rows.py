@@ -24,8 +24,7 @@ from pyroaring import BitMap64
 from streaming.define.table_kinds import TableKind
 from streaming.delta import deletion_vectors as dvs
 from streaming.delta.deletion_vectors import Descriptor
-from streaming.delta.dv_table import long_lived
-from streaming.delta.key_index import MISSING, KeyIndex, location, split
+from streaming.delta.key_index import MISSING, KeyIndex, location, long_lived, split
 from streaming.delta.log_entries import FileEntry, log_name, parse_entry
 from streaming.delta.log_replay import replay
 from streaming.delta.table_keys import key_array

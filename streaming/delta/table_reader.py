@@ -22,7 +22,6 @@ from streaming.errors import TableError, TableNotFoundError
 from streaming.kafka import offsets as off
 
 if TYPE_CHECKING:
-    import pandas as pd
     from pyspark.sql import DataFrame, SparkSession
 
 
@@ -52,10 +51,6 @@ def _rows(table: DeltaTable, columns: list[str] | None = None) -> pa.Table:
     select = ", ".join(f'"{name}"' for name in schema.names)
     reader = QueryBuilder().register("t", table).execute(f"SELECT {select} FROM t")
     return pa.table(reader.read_all()).cast(schema)
-
-
-def read_pandas(where: Where, version: int | None = None) -> pd.DataFrame:
-    return read_arrow(where, version).to_pandas()
 
 
 def read_spark(spark: SparkSession, where: Where, version: int | None = None) -> DataFrame:

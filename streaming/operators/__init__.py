@@ -19,7 +19,7 @@ from streaming.operators.interval_join import IntervalJoin
 from streaming.operators.key_replay import Delete, KeyedFunction
 from streaming.operators.keyed_process import KeyedProcess
 from streaming.operators.keyed_state import KeyState, ListOf, MapOf, StateSpec, Value
-from streaming.operators.step import Operator, Step
+from streaming.operators.step import Operator, Regrouping, Step, regrouping
 from streaming.operators.window_aggregate import FinalWindows, WindowedAggregate
 from streaming.operators.windows import Hopping, Session, Tumbling
 
@@ -53,6 +53,7 @@ __all__ = [
     "Operator",
     "OperatorConfigError",
     "OperatorError",
+    "Regrouping",
     "Session",
     "Source",
     "StateSpec",
@@ -61,4 +62,5 @@ __all__ = [
     "Tumbling",
     "Value",
     "WindowedAggregate",
+    "regrouping",
 ]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import pyarrow as pa
@@ -19,16 +20,16 @@ import pyarrow as pa
 from streaming.operators.batch import DELETE, OFFSET, PARTITION, Batch, Source, value_columns
 from streaming.operators.changes import combine, deletes, no_changes, upserts
 from streaming.operators.errors import OperatorConfigError
-from streaming.operators.event_time import CLOCK, arrive, empty_clock
+from streaming.operators.keyed_input import KeyedInput
 from streaming.operators.step import Step
-from streaming.operators.tables import Transition, supersede
+from streaming.operators.tables import supersede
 from streaming.state import State
 
 WINNERS = "winners"
 
 
 @dataclass(frozen=True, repr=False)
-class Compaction:
+class Compaction(KeyedInput):
     """Latest value per key of a changelog input.
 
     Attributes:
@@ -39,15 +40,13 @@ class Compaction:
             and offset (int64); None for none.
     """
 
-    source: Source
-    key_columns: tuple[str, ...]
     columns: tuple[str, ...] | None = None
     position: tuple[str, str] | None = None
 
+    described_as: ClassVar[str] = "compaction"
+
     def __post_init__(self) -> None:
-        if not self.key_columns:
-            msg = "compaction needs at least one key column"
-            raise OperatorConfigError(msg)
+        super().__post_init__()
         if self.position is not None and (len(self.position) != 2 or len(set(self.position)) != 2):
             msg = "position names two columns: the partition's and the offset's"
             raise OperatorConfigError(msg)
@@ -59,23 +58,6 @@ class Compaction:
         if self.position is not None:
             fields += f", position={self.position!r}"
         return f"Compaction({fields})"
-
-    @property
-    def inputs(self) -> tuple[str, ...]:
-        return (self.source.name,)
-
-    @property
-    def partitioned_by(self) -> dict[str, tuple[str, ...]]:
-        """Per input, the columns this operator keeps and combines its records by: a state split
-        by input partition holds all of a key's records when each input is keyed by them."""
-        return {self.source.name: self.key_columns}
-
-    @property
-    def key(self) -> tuple[str, ...]:
-        return self.key_columns
-
-    def initial_state(self) -> State:
-        return {CLOCK: empty_clock()}
 
     def output_schema(self, inputs: Mapping[str, pa.Schema]) -> pa.Schema:
         records = inputs[self.source.name]
@@ -94,9 +76,7 @@ class Compaction:
         return schema.append(pa.field(partition, pa.int32())).append(pa.field(offset, pa.int64()))
 
     def step(self, state: State, batch: Batch) -> Step:
-        arrivals = arrive(state.get(CLOCK), batch, [self.source], grace_ms=None)
-        transition = Transition(state)
-        transition.replace(CLOCK, arrivals.clock, arrivals.clock_delta)
+        arrivals, transition = self.begin(state, batch, grace_ms=None)
         schema = self.output_schema({self.source.name: batch.records[self.source.name].schema})
         records = arrivals.records[self.source.name]
         if records.num_rows == 0:

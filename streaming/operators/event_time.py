@@ -120,10 +120,6 @@ class Arrivals:
             return True
         return self.horizon // every_ms > self.previous_horizon // every_ms
 
-    @property
-    def any_records(self) -> bool:
-        return any(table.num_rows for table in self.records.values())
-
 
 def horizon_of(clock: pa.Table, inputs: Sequence[str], grace_ms: int) -> int | None:
     """The grace horizon of ``inputs`` on ``clock``, None while some partition has no record."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import ClassVar
 
 import pyarrow as pa
 
@@ -18,20 +19,18 @@ from streaming.operators.aggregations import (
     merge_partials,
     record_partials,
 )
-from streaming.operators.batch import Batch, Source
+from streaming.operators.batch import Batch
 from streaming.operators.changes import no_changes, upserts
-from streaming.operators.errors import OperatorConfigError
-from streaming.operators.event_time import CLOCK, arrive, empty_clock
 from streaming.operators.folding import fold
+from streaming.operators.keyed_input import KeyedInput
 from streaming.operators.step import Step
-from streaming.operators.tables import Transition
 from streaming.state import State
 
 GROUPS = "groups"
 
 
 @dataclass(frozen=True)
-class GroupAggregate:
+class GroupAggregate(KeyedInput):
     """Aggregates per key of a stream input.
 
     Attributes:
@@ -40,32 +39,13 @@ class GroupAggregate:
         aggregations: output column name -> aggregation, e.g. ``{"total": Sum("amount")}``.
     """
 
-    source: Source
-    key_columns: tuple[str, ...]
     aggregations: Mapping[str, Aggregation]
 
+    described_as: ClassVar[str] = "an aggregation"
+
     def __post_init__(self) -> None:
-        if not self.key_columns:
-            msg = "an aggregation needs at least one key column"
-            raise OperatorConfigError(msg)
+        super().__post_init__()
         check_aggregations(self.aggregations, self.key_columns)
-
-    @property
-    def inputs(self) -> tuple[str, ...]:
-        return (self.source.name,)
-
-    @property
-    def partitioned_by(self) -> dict[str, tuple[str, ...]]:
-        """Per input, the columns this operator keeps and combines its records by: a state split
-        by input partition holds all of a key's records when each input is keyed by them."""
-        return {self.source.name: self.key_columns}
-
-    @property
-    def key(self) -> tuple[str, ...]:
-        return self.key_columns
-
-    def initial_state(self) -> State:
-        return {CLOCK: empty_clock()}
 
     def output_schema(self, inputs: Mapping[str, pa.Schema]) -> pa.Schema:
         source = inputs[self.source.name]
@@ -78,9 +58,7 @@ class GroupAggregate:
         ).schema
 
     def step(self, state: State, batch: Batch) -> Step:
-        arrivals = arrive(state.get(CLOCK), batch, [self.source], grace_ms=None)
-        transition = Transition(state)
-        transition.replace(CLOCK, arrivals.clock, arrivals.clock_delta)
+        arrivals, transition = self.begin(state, batch, grace_ms=None)
         records = arrivals.records[self.source.name]
         source_schema = batch.records[self.source.name].schema
         key = list(self.key_columns)

@@ -9,7 +9,8 @@ rows became is settled against the rows it emitted before (``streaming.operators
 
 State tables: ``clock`` (the inputs' partitions), ``keys`` (per key its base state as JSON, its
 boundary and its next timer), ``buffer.<input>`` (the records at or above a key's boundary),
-and ``rows`` (the emitted rows).
+and ``rows`` (the emitted rows); ``streaming.operators.process_state`` reads and writes the last
+three.
 
 The state is kept by ``by`` (``partitioned_by``): run by the platform with one state per input
 partition, the inputs must be keyed by those columns (``streaming.run.copartition``), and each
@@ -19,7 +20,6 @@ partition's own stream time decides lateness, folding and timers.
 from __future__ import annotations
 
 import json
-from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -31,14 +31,9 @@ import pyarrow.compute as pc
 from streaming.operators.batch import OFFSET, PARTITION, TIME, Batch, Source
 from streaming.operators.changes import combine, deletes, upserts
 from streaming.operators.emitted_rows import (
-    CURRENT,
-    FINAL,
     OWNER,
     ROWS,
-    TOUCHED,
-    Entry,
     RowCodec,
-    rows_schema,
     settle,
 )
 from streaming.operators.errors import BatchError, OperatorConfigError
@@ -49,14 +44,20 @@ from streaming.operators.event_time import (
     empty_clock,
     empty_dead_letters,
 )
-from streaming.operators.key_replay import Event, KeyedFunction, KeyOutcome, replay
+from streaming.operators.key_replay import KeyedFunction, KeyOutcome, replay
+from streaming.operators.process_state import (
+    IDENTITY,
+    KEYS,
+    NEXT_TIMER,
+    ProcessTables,
+    buffer_name,
+    change,
+    settled,
+)
 from streaming.operators.step import Step
 from streaming.operators.tables import Transition
-from streaming.state import State, StateDelta, key_mask
+from streaming.state import State, key_mask
 
-KEYS = "keys"
-BASE, BOUNDARY, NEXT_TIMER = "_base", "_boundary", "_next_timer"
-IDENTITY = (PARTITION, OFFSET)
 NULL_KEY = "null key"
 DEFAULT_GRACE_MS = 600_000
 
@@ -86,7 +87,7 @@ class KeyedProcess:
         if not self.by:
             msg = f"{self.function.name}: give the key columns it keeps state by (by=...)"
             raise OperatorConfigError(msg)
-        names = self._names()
+        names = [s.name for s in self.sources]
         if not names or len(set(names)) != len(names):
             msg = f"{self.function.name}: its inputs {names} must be at least one, all distinct"
             raise OperatorConfigError(msg)
@@ -114,6 +115,11 @@ class KeyedProcess:
     def initial_state(self) -> State:
         return {CLOCK: empty_clock()}
 
+    @property
+    def _tables(self) -> ProcessTables:
+        names = tuple(s.name for s in self.sources)
+        return ProcessTables(self.by, names, tuple(self.function.key), self.function.output)
+
     def output_schema(self, inputs: Mapping[str, pa.Schema]) -> pa.Schema:
         for source in self.sources:
             missing = [c for c in self.by if c not in inputs[source.name].names]
@@ -135,12 +141,12 @@ class KeyedProcess:
         horizon = arrivals.horizon
         for name, rows in fresh.items():
             if rows.num_rows:
-                self._change(transition, _buffer(name), IDENTITY, inserts=rows)
+                change(transition, buffer_name(name), IDENTITY, inserts=rows)
         sweep = arrivals.crossed(self._every())
         touched = self._touched(transition, fresh, horizon, sweep)
         changes = self._replay_keys(transition, touched, horizon)
-        settled, delta = _settled(state, transition)
-        return Step(settled, changes, pa.concat_tables(letters), delta)
+        after, delta = settled(state, transition)
+        return Step(after, changes, pa.concat_tables(letters), delta)
 
     # inputs
 
@@ -192,11 +198,12 @@ class KeyedProcess:
         output = self.function.output
         if not touched:
             return combine([], output)
-        probe = self._probe(transition, touched)
-        bases = self._bases(transition, probe)
-        events = self._events(transition, probe)
+        tables = self._tables
+        probe = tables.probe(transition, touched)
+        bases = tables.bases(transition, probe)
+        events = tables.events(transition, probe)
         owners = [_owner(k) for k in touched]
-        entries = self._entries(transition, owners)
+        entries = tables.entries(transition, owners)
         codec = RowCodec(output)
         outcomes: dict[tuple[Any, ...], KeyOutcome] = {}
         changed: dict[tuple[Any, ...], str | None] = {}
@@ -214,59 +221,10 @@ class KeyedProcess:
                     self._collision(emission.key, other, owner)
             changed.update(settle(rows, outcome.folded, outcome.current, codec))
         self._check_claims(transition, claimed)
-        self._write_keys(transition, probe, touched, outcomes)
-        self._write_buffers(transition, touched, outcomes)
-        self._write_rows(transition, owners, entries)
+        tables.write_keys(transition, probe, touched, outcomes)
+        tables.write_buffers(transition, touched, outcomes)
+        tables.write_rows(transition, owners, entries)
         return self._changes(changed, codec)
-
-    def _probe(self, transition: Transition, keys: list[tuple[Any, ...]]) -> pa.Table:
-        """``keys`` as a table of the key columns, typed as the state has them."""
-        schema = None
-        for name in [KEYS, *(_buffer(n) for n in self._names())]:
-            table = transition.table(name)
-            if table is not None:
-                schema = pa.schema([table.schema.field(c) for c in self.by])
-                break
-        assert schema is not None, "a key to replay is in no state table"
-        columns = {c: [k[i] for k in keys] for i, c in enumerate(self.by)}
-        return pa.table(columns, schema=schema)
-
-    def _bases(
-        self, transition: Transition, probe: pa.Table
-    ) -> dict[tuple[Any, ...], tuple[str | None, int | None]]:
-        keys = transition.table(KEYS)
-        if keys is None or keys.num_rows == 0:
-            return {}
-        rows = keys.filter(key_mask(keys, self.by, probe)).to_pylist()
-        return {tuple(r[c] for c in self.by): (r[BASE], r[BOUNDARY]) for r in rows}
-
-    def _events(self, transition: Transition, probe: pa.Table) -> dict[tuple[Any, ...], list]:
-        ranks = {name: i for i, name in enumerate(self._names())}
-        events: dict[tuple[Any, ...], list[Event]] = defaultdict(list)
-        for name in self._names():
-            buffered = transition.table(_buffer(name))
-            if buffered is None or buffered.num_rows == 0:
-                continue
-            for record in buffered.filter(key_mask(buffered, self.by, probe)).to_pylist():
-                position = (record[TIME], 1, ranks[name], record[PARTITION], record[OFFSET])
-                key = tuple(record[c] for c in self.by)
-                events[key].append(Event(position, name, record))
-        return events
-
-    def _names(self) -> list[str]:
-        return [s.name for s in self.sources]
-
-    def _entries(self, transition: Transition, owners: list[str]) -> dict[str, dict]:
-        rows = transition.table(ROWS)
-        entries: dict[str, dict[tuple[Any, ...], Entry]] = {}
-        if rows is None or rows.num_rows == 0:
-            return entries
-        mine = rows.filter(pc.is_in(rows.column(OWNER), value_set=pa.array(owners)))
-        for row in mine.to_pylist():
-            key = tuple(row[c] for c in self.function.key)
-            entry = Entry(row[CURRENT], row[FINAL], row[TOUCHED])
-            entries.setdefault(row[OWNER], {})[key] = entry
-        return entries
 
     def _collision(self, key: tuple[Any, ...], first: str, second: str) -> None:
         msg = (
@@ -290,105 +248,6 @@ class KeyedProcess:
             if row[OWNER] != claimed[emitted]:
                 self._collision(emitted, row[OWNER], claimed[emitted])
 
-    # writing state
-
-    def _write_keys(
-        self,
-        transition: Transition,
-        probe: pa.Table,
-        touched: list[tuple[Any, ...]],
-        outcomes: dict[tuple[Any, ...], KeyOutcome],
-    ) -> None:
-        kept = [k for k in touched if outcomes[k].base is not None or outcomes[k].kept]
-        schema = pa.schema(
-            [
-                *(probe.schema.field(c) for c in self.by),
-                (BASE, pa.string()),
-                (BOUNDARY, pa.int64()),
-                (NEXT_TIMER, pa.int64()),
-            ]
-        )
-        columns: dict[str, list[Any]] = {c: [k[i] for k in kept] for i, c in enumerate(self.by)}
-        columns[BASE] = [outcomes[k].base for k in kept]
-        columns[BOUNDARY] = [outcomes[k].boundary for k in kept]
-        columns[NEXT_TIMER] = [outcomes[k].next_timer for k in kept]
-        self._change(
-            transition, KEYS, self.by, deletes=probe, inserts=pa.table(columns, schema=schema)
-        )
-
-    def _write_buffers(
-        self,
-        transition: Transition,
-        touched: list[tuple[Any, ...]],
-        outcomes: dict[tuple[Any, ...], KeyOutcome],
-    ) -> None:
-        kept = {(e.source, e.position[3], e.position[4]) for k in touched for e in outcomes[k].kept}
-        probe = self._probe(transition, touched)
-        for name in self._names():
-            buffered = transition.table(_buffer(name))
-            if buffered is None or buffered.num_rows == 0:
-                continue
-            mine = buffered.filter(key_mask(buffered, self.by, probe)).select(list(IDENTITY))
-            done = [
-                (p, o)
-                for p, o in zip(*(mine.column(c).to_pylist() for c in IDENTITY), strict=True)
-                if (name, p, o) not in kept
-            ]
-            if done:
-                gone = pa.table(
-                    {PARTITION: [d[0] for d in done], OFFSET: [d[1] for d in done]},
-                    schema=buffered.select(list(IDENTITY)).schema,
-                )
-                self._change(transition, _buffer(name), IDENTITY, deletes=gone)
-
-    def _write_rows(
-        self,
-        transition: Transition,
-        owners: list[str],
-        entries: dict[str, dict[tuple[Any, ...], Entry]],
-    ) -> None:
-        schema = rows_schema(self.function.output, self.function.key)
-        records = []
-        for owner in owners:
-            for key, entry in entries.get(owner, {}).items():
-                row = dict(zip(self.function.key, key, strict=True))
-                row.update(
-                    {
-                        OWNER: owner,
-                        CURRENT: entry.current,
-                        FINAL: entry.final,
-                        TOUCHED: entry.touched,
-                    }
-                )
-                records.append(row)
-        rows = transition.table(ROWS)
-        old = None
-        if rows is not None and rows.num_rows:
-            mask = pc.is_in(rows.column(OWNER), value_set=pa.array(owners))
-            old = rows.filter(mask).select(list(self.function.key))
-        self._change(
-            transition,
-            ROWS,
-            self.function.key,
-            deletes=old,
-            inserts=pa.Table.from_pylist(records, schema=schema),
-        )
-
-    def _change(
-        self,
-        transition: Transition,
-        name: str,
-        key: tuple[str, ...],
-        deletes: pa.Table | None = None,
-        inserts: pa.Table | None = None,
-    ) -> None:
-        """``Transition.change``, skipping deletes from a table that does not exist yet."""
-        if transition.table(name) is None:
-            deletes = None
-            if inserts is None or inserts.num_rows == 0:
-                return
-        transition.change(name, key, deletes=deletes, inserts=inserts)
-
     def _changes(self, changed: dict[tuple[Any, ...], str | None], codec: RowCodec) -> pa.Table:
         output = self.function.output
         key = list(self.function.key)
@@ -401,21 +260,6 @@ class KeyedProcess:
             msg = f"{self.function.name} emitted a row that does not fit its output: {exc}"
             raise BatchError(msg) from None
         return combine([upserts(rows), deletes(keys, output)], output)
-
-
-def _settled(before: State, transition: Transition) -> tuple[State, StateDelta]:
-    """The state and delta of a transition, without tables this batch created and emptied
-    (their delta would only delete keys the store never saw inserted)."""
-    state, delta = dict(transition.state), dict(transition.delta())
-    for name, change in list(delta.items()):
-        if name not in before and (change.inserts is None or change.inserts.num_rows == 0):
-            del delta[name]
-            state.pop(name, None)
-    return state, delta
-
-
-def _buffer(name: str) -> str:
-    return f"buffer.{name}"
 
 
 def _owner(key: tuple[Any, ...]) -> str:

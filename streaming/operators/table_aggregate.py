@@ -106,6 +106,12 @@ class TableAggregate:
         return (self.source,)
 
     @property
+    def partitioned_by(self) -> None:
+        """Its groups are not its input's key: run alone, its state is one partition (a chain
+        runs it per bucket of groups, ``streaming.define.chaining``)."""
+        return None
+
+    @property
     def key(self) -> tuple[str, ...]:
         return (*self.group, START) if self.window is not None else self.group
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import pyarrow as pa
@@ -26,11 +27,11 @@ from streaming.operators.aggregations import (
     merge_partials,
     record_partials,
 )
-from streaming.operators.batch import TIME, Batch, Source
+from streaming.operators.batch import TIME, Batch
 from streaming.operators.changes import combine, deletes, upserts
 from streaming.operators.errors import OperatorConfigError
-from streaming.operators.event_time import CLOCK, arrive, empty_clock
 from streaming.operators.folding import fold
+from streaming.operators.keyed_input import KeyedInput
 from streaming.operators.step import Step
 from streaming.operators.tables import Transition, fetch
 from streaming.operators.windows import END, START, Session, Window, assign, session_groups
@@ -41,7 +42,7 @@ DEFAULT_GRACE_MS = 600_000
 
 
 @dataclass(frozen=True)
-class WindowedAggregate:
+class WindowedAggregate(KeyedInput):
     """Aggregates per key and window of a stream input.
 
     Attributes:
@@ -54,43 +55,26 @@ class WindowedAggregate:
             forever).
     """
 
-    source: Source
-    key_columns: tuple[str, ...]
     window: Window
     aggregations: Mapping[str, Aggregation]
     grace_ms: int = DEFAULT_GRACE_MS
     retention_ms: int | None = None
 
+    described_as: ClassVar[str] = "a windowed aggregation"
+
     def __post_init__(self) -> None:
-        if not self.key_columns:
-            msg = "a windowed aggregation needs at least one key column"
-            raise OperatorConfigError(msg)
+        super().__post_init__()
         if self.grace_ms < 0 or (self.retention_ms is not None and self.retention_ms < 0):
             msg = "grace and retention must be zero or more milliseconds"
             raise OperatorConfigError(msg)
         check_aggregations(self.aggregations, (*self.key_columns, START, END))
 
     @property
-    def inputs(self) -> tuple[str, ...]:
-        return (self.source.name,)
-
-    @property
-    def partitioned_by(self) -> dict[str, tuple[str, ...]]:
-        """Per input, the columns this operator keeps and combines its records by: a state split
-        by input partition holds all of a key's records when each input is keyed by them."""
-        return {self.source.name: self.key_columns}
-
-    @property
     def key(self) -> tuple[str, ...]:
         return (*self.key_columns, START)
 
-    def initial_state(self) -> State:
-        return {CLOCK: empty_clock()}
-
     def step(self, state: State, batch: Batch) -> Step:
-        arrivals = arrive(state.get(CLOCK), batch, [self.source], self.grace_ms)
-        transition = Transition(state)
-        transition.replace(CLOCK, arrivals.clock, arrivals.clock_delta)
+        arrivals, transition = self.begin(state, batch, self.grace_ms)
         records = arrivals.records[self.source.name]
         source_schema = batch.records[self.source.name].schema
         schema = self._row_schema(records, source_schema)

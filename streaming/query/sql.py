@@ -60,17 +60,6 @@ class CutRead:
     behind: off.OffsetMap  # records behind, per topic and partition
     behind_what: str  # "the log's end" (measured now) or "the newest cut" (broker unreachable)
 
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "cut": self.id,
-            "at_ms": self.at_ms,
-            "offsets": off.to_spark(self.offsets),
-            "age_s": round(self.age_s, 3),
-            "records_behind": self.records_behind,
-            "behind": off.to_spark(self.behind),
-            "behind_what": self.behind_what,
-        }
-
 
 @dataclass(frozen=True)
 class QueryResult:

@@ -17,9 +17,9 @@ sizes and whatever tasks run where.
   by it). An internal repartition topic would be a second exactly-once hop per record (a
   transactional producer per task, a topic that must keep every record for exact replays),
   doubling the log's bytes and a batch's latency; declared in the plan, that cost is visible.
-- An operator the platform cannot relate to its inputs' keys (one that declares no
-  ``partitioned_by``, input name -> columns): one state partition (``WHOLE``), the whole batch
-  in one task on an executor, which is correct whatever the keys.
+- An operator the platform cannot relate to its inputs' keys (its ``partitioned_by``, input
+  name -> columns, is None): one state partition (``WHOLE``), the whole batch in one task on an
+  executor, which is correct whatever the keys.
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
 
 from streaming.define.plan import Plan
 from streaming.errors import RunError
+from streaming.operators import Operator
 
 
 class CoPartitionError(RunError):
@@ -54,10 +54,10 @@ class StatePartitions:
         return self.partitioning is Partitioning.BY_INPUT_PARTITION
 
 
-def keyed_by(operator: Any) -> Mapping[str, tuple[str, ...]] | None:
+def keyed_by(operator: Operator) -> Mapping[str, tuple[str, ...]] | None:
     """Per input, the columns the operator keeps and combines that input's records by, as it
-    declares them (``partitioned_by``); None for an operator that declares none."""
-    declared = getattr(operator, "partitioned_by", None)
+    declares them (``partitioned_by``); None for one state partition."""
+    declared = operator.partitioned_by
     if declared is None:
         return None
     return {name: tuple(columns) for name, columns in dict(declared).items()}

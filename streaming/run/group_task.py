@@ -27,6 +27,8 @@ from streaming.define.plan import Plan
 from streaming.delta.data_files import ShareWriter
 from streaming.delta.dead_letters import ENTRY_SCHEMA
 from streaming.deployment.record import group_state, state_partition_path
+from streaming.operators import regrouping
+from streaming.run.partition_publisher import PartitionPublisher
 from streaming.run.partition_task import (
     DEAD_PREFIX,
     STATE_FIELDS,
@@ -35,7 +37,6 @@ from streaming.run.partition_task import (
     keep_state,
     result_schema,
 )
-from streaming.run.publication import PartitionPublisher
 from streaming.state import StateStore
 
 
@@ -74,7 +75,7 @@ class GroupTask:
         store = StateStore(state_partition_path(self.state_root, partition))
         committed = self.versions.get(partition)
         state = held_state(store, self.state_root, partition, committed, dict)  # no groups yet
-        step = self.plan.operator.downstream(state, moved)  # type: ignore[attr-defined]
+        step = regrouping(self.plan.operator).downstream(state, moved)
         keep_state(store, self.state_root, partition, self.batch_id, committed, step)
         changes = self.plan.finish(step.changes, self.table_schema)
         published = 0

@@ -1,8 +1,10 @@
-"""Processing one micro-batch: decode, transform, dead-letter, and commit exactly once.
+"""Processing one micro-batch exactly once: skip a batch already committed, have the pipeline's
+engine compute and write the batch, commit its dead letters and its table changes.
 
-Every pipeline's rows stay on the executors: a transform's changes and dead letters are written
-there as files of the table and of the dead-letter table, a plan runs there with its state
-(``streaming.run.planned_batch``); the driver commits the files' entries.
+Every pipeline's rows stay on the executors: a plan runs there with its state
+(``streaming.run.planned_batch``), a deprecated per-batch transform's changes and dead letters
+are written there as files of the table and of the dead-letter table
+(``streaming.run.transform_batch``); the driver commits the files' entries.
 """
 
 from __future__ import annotations
@@ -10,22 +12,20 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Mapping
-from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import DataFrame
 
 from streaming.define.pipeline import Pipeline
-from streaming.delta.compacted_table import CommitResult, CompactedTable
+from streaming.delta.compacted_table import CompactedTable
 from streaming.delta.dead_letters import DeadLetters
 from streaming.deployment import Deployment
-from streaming.kafka.decode import BatchSplitter
+from streaming.run.batch_engine import BatchEngine
+from streaming.run.changelog_publisher import ChangelogPublisher
 from streaming.run.copartition import StatePartitions
-from streaming.run.crash_point import crash_point
-from streaming.run.executor_writes import write_dead_letters, write_shares
 from streaming.run.planned_batch import PlannedBatch
-from streaming.run.publication import ChangelogPublisher
+from streaming.run.transform_batch import TransformBatch
 
 # Results kept for reports (the last one) and benchmarks (per-batch timings); totals cover them all.
 RECENT_RESULTS = 100
@@ -59,7 +59,9 @@ class BatchTotals:
 
 
 class BatchWriter:
-    """The ``foreachBatch`` function of one deployment."""
+    """The ``foreachBatch`` function of one deployment: skips a batch the table committed
+    before, has the pipeline's engine compute and write the others, commits what it wrote, and
+    keeps the results."""
 
     def __init__(
         self,
@@ -71,29 +73,26 @@ class BatchWriter:
     ) -> None:
         self.pipeline = pipeline
         self.deployment = deployment
-        stateful = pipeline.plan is not None
-        self.splitter = None if stateful else BatchSplitter(pipeline)
         self.table = CompactedTable(
             deployment.table_path, pipeline.table_schema, pipeline.table, deployment.app_id
         )
         self.dead_letters = DeadLetters(deployment.dead_letter_path, deployment.app_id)
-        self.planned = None
-        if stateful:
+        self.engine: BatchEngine
+        if pipeline.plan is not None:
             assert partitions is not None, "a plan runs with its state partitions"
-            self.planned = PlannedBatch(
-                pipeline, deployment, self.table, self.dead_letters, partitions, client
+            self.engine = PlannedBatch(
+                pipeline, deployment, self.table, self.dead_letters, partitions, client, publisher
             )
-        self.change_schema = pipeline.table.change_schema(pipeline.table_schema)
-        self.publisher = publisher
+        else:
+            self.engine = TransformBatch(pipeline, self.table, self.dead_letters)
         self.results: deque[BatchResult] = deque(maxlen=RECENT_RESULTS)
         self.totals = BatchTotals()
 
     def close(self) -> None:
         """Stop the table's background upkeep once the query is over (waits for its step), and
-        close the publisher's clients."""
+        release what the engine holds (the publisher's clients)."""
         self.table.close()
-        if self.publisher is not None:
-            self.publisher.close()
+        self.engine.close()
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         started = time.monotonic()
@@ -104,59 +103,31 @@ class BatchWriter:
                 version = self.table.version()
                 self._record(batch_id, True, 0, 0, 0, version, end_offsets, started)
                 return
+            written = self.engine.write(batch, batch_id, end_offsets, committed)
+            dead_count = 0
+            if written.dead_letters is not None:
+                dead_count = self.dead_letters.commit(written.dead_letters, batch_id)
             info = (end_offsets, self.deployment.id, self.pipeline.fingerprint)
-            if self.planned is not None:
-                publishing = self.publisher.batch(batch_id) if self.publisher else nullcontext()
-                with publishing as publisher:  # the live pointer held while the tasks publish
-                    planned = self.planned.run(batch, batch_id, end_offsets, committed, publisher)
-                # Every partition's share is published before the commit: a replay finds it.
-                if planned.published:
-                    crash_point("published", batch_id)
-                input_rows = planned.input_rows
-                dead_count = self.dead_letters.commit(planned.dead_letters, batch_id)
-                result = self.table.commit_shares(
-                    planned.shares, batch_id, *info, state_versions=planned.state_versions
-                )
-                if not result.skipped:
-                    self.planned.committed(batch_id, planned.state_versions)
+            if written.changes is not None:
+                result = self.table.apply(written.changes, batch_id, *info)
             else:
-                result, input_rows, dead_count = self._transform(batch, batch_id, info)
+                assert written.shares is not None
+                versions = written.state_versions
+                result = self.table.commit_shares(
+                    written.shares, batch_id, *info, state_versions=versions
+                )
+            if not result.skipped:
+                self.engine.committed(batch_id, written)
         self._record(
             batch_id,
             result.skipped,
-            input_rows,
+            written.input_rows,
             dead_count,
             result.source_rows,
             result.table_version,
             end_offsets,
             started,
         )
-
-    def _transform(
-        self, batch: DataFrame, batch_id: int, info: tuple[dict[str, Any], str, str]
-    ) -> tuple[CommitResult, int, int]:
-        """Write and commit the per-batch transform's changes: the commit, the input count and
-        the dead letters written."""
-        assert self.splitter is not None and self.pipeline.transform is not None
-        # One Spark job (one stage) reads the source once, writes or returns the changes and
-        # counts the records; a second one collects dead letters, only when there are any.
-        decoded = self.splitter.split(batch)
-        changes = self.pipeline.transform(decoded.good)
-        if self.table.writes_shares:
-            writer, version = self.table.share_writer(), self.table.version()
-            shares = write_shares(changes, writer, self.change_schema, batch_id, version)
-        else:
-            arrow = changes.toArrow().select(self.change_schema.names).cast(self.change_schema)
-        input_rows, dead_rows = decoded.counts()
-        dead_count = 0
-        if dead_rows:
-            files = write_dead_letters(decoded.dead, self.dead_letters.files, batch_id)
-            dead_count = self.dead_letters.commit(files, batch_id)
-        if self.table.writes_shares:
-            result = self.table.commit_shares(shares, batch_id, *info)
-        else:
-            result = self.table.apply(arrow, batch_id, *info)
-        return result, input_rows, dead_count
 
     def _record(
         self,

@@ -37,9 +37,9 @@ from streaming.errors import RunError
 from streaming.kafka.offsets import PartitionRange
 from streaming.kafka.reader import arrow_schema, kept_record_schema, read_ranges
 from streaming.kafka.value_decoder import ValueDecoder
-from streaming.operators import Batch, Step
+from streaming.operators import Batch, Step, regrouping
 from streaming.operators.changes import no_changes
-from streaming.run.publication import PartitionPublisher
+from streaming.run.partition_publisher import PartitionPublisher
 from streaming.state import State, StateStore
 
 RAW_SCHEMA = kept_record_schema()
@@ -160,7 +160,7 @@ class PartitionTask:
         ends = {t.name: self._ends(t.name, partition) for t in self.plan.inputs}
         batch = Batch(records, ends)
         if self.buckets:
-            step = self.plan.operator.upstream(state, batch)
+            step = regrouping(self.plan.operator).upstream(state, batch)
         else:
             step = self.plan.operator.step(state, batch)
         keep_state(store, self.state_root, partition, self.batch_id, committed, step)
@@ -191,7 +191,8 @@ class PartitionTask:
     def _moved(self, partition: int, moved: pa.Table, schema: pa.Schema) -> list[pa.Table]:
         """One row per bucket of groups the partition's rows moved partials into."""
         rows = []
-        for bucket, part in sorted(self.plan.operator.buckets(moved, self.buckets).items()):
+        buckets = regrouping(self.plan.operator).buckets(moved, self.buckets)
+        for bucket, part in sorted(buckets.items()):
             values = {"state_partition": partition, "bucket": bucket, "moved": to_ipc(part)}
             columns = [pa.array([values.get(f.name)], f.type) for f in schema]
             rows.append(pa.Table.from_arrays(columns, schema=schema))

@@ -20,13 +20,13 @@ batch the table does not record.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
 
-from streaming.define.chaining import Chained
 from streaming.define.pipeline import Pipeline
 from streaming.delta.compacted_table import CompactedTable
 from streaming.delta.data_files import share_schema
@@ -34,10 +34,14 @@ from streaming.delta.dead_letters import ENTRY_SCHEMA, DeadLetters
 from streaming.delta.table_reader import latest_commit
 from streaming.deployment import Deployment
 from streaming.errors import RunError
+from streaming.operators import Regrouping
+from streaming.run.batch_engine import Written
+from streaming.run.changelog_publisher import ChangelogPublisher
 from streaming.run.copartition import StatePartitions
+from streaming.run.crash_point import crash_point
 from streaming.run.group_task import GroupTask
+from streaming.run.partition_publisher import PartitionPublisher
 from streaming.run.partition_task import DEAD_PREFIX, PartitionTask, result_schema, staged_schema
-from streaming.run.publication import PartitionPublisher
 
 
 @dataclass(frozen=True)
@@ -62,9 +66,11 @@ class PlannedBatch:
         dead_letters: DeadLetters,
         partitions: StatePartitions,
         client: Mapping[str, str] | None = None,
+        publisher: ChangelogPublisher | None = None,
     ) -> None:
         """``client``: the Kafka client settings with which the tasks read their records, when
-        the source hands them offset ranges (``rangesOnly``)."""
+        the source hands them offset ranges (``rangesOnly``); ``publisher``: the driver's side
+        of the pipeline's publication, when it publishes its changes."""
         assert pipeline.plan is not None
         self.plan = pipeline.plan
         self.schema = pipeline.table_schema
@@ -73,12 +79,36 @@ class PlannedBatch:
         self.dead_letters = dead_letters
         self.partitions = partitions
         self.client = dict(client) if client is not None else None
+        self.publisher = publisher
         self._versions: tuple[int | None, dict[int, int]] | None = None  # (as of batch, versions)
         self._partition_sets: dict[str, set[str]] | None = None
         # A plan over another's table whose first half splits by input partition regroups its
         # rows in a second stage of tasks, after a shuffle (``streaming.run.group_task``).
-        self.regroups = partitions.by_partition and isinstance(self.plan.operator, Chained)
+        self.regroups = partitions.by_partition and isinstance(self.plan.operator, Regrouping)
         refuse_undivided_state(deployment)
+
+    def write(
+        self, batch: DataFrame, batch_id: int, ends: dict[str, Any], committed: int | None
+    ) -> Written:
+        """Run batch ``batch_id`` while the publication holds the live pointer, its tasks
+        publishing their shares when this version publishes."""
+        publishing = self.publisher.batch(batch_id) if self.publisher else nullcontext()
+        with publishing as publisher:  # the live pointer held while the tasks publish
+            planned = self.run(batch, batch_id, ends, committed, publisher)
+        # Every partition's share is published before the commit: a replay finds it.
+        if planned.published:
+            crash_point("published", batch_id)
+        return Written(
+            planned.input_rows,
+            planned.dead_letters,
+            shares=planned.shares,
+            state_versions=planned.state_versions,
+        )
+
+    def close(self) -> None:
+        """Close the publisher's clients."""
+        if self.publisher is not None:
+            self.publisher.close()
 
     def run(
         self,
@@ -131,9 +161,9 @@ class PlannedBatch:
         published = sum(result["published"].to_pylist())
         return PlannedChanges(shares, dead, rows, written, published)
 
-    def committed(self, batch_id: int, versions: Mapping[int, int]) -> None:
-        """The table committed ``batch_id`` with these state versions."""
-        self._versions = (batch_id, dict(versions))
+    def committed(self, batch_id: int, written: Written) -> None:
+        """The table committed ``batch_id`` with the state versions it wrote."""
+        self._versions = (batch_id, dict(written.state_versions or {}))
 
     def _versions_as_of(self, committed: int | None) -> dict[int, int]:
         """The state versions the table's last commit records (read once, then followed)."""

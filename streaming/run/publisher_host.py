@@ -46,7 +46,8 @@ from typing import Any
 
 from streaming.errors import RunError
 from streaming.kafka.transactions import TransactionError
-from streaming.run.publication import Record, Share, close_writers, forget_writer
+from streaming.run.changelog_records import Record
+from streaming.run.partition_share import Share, close_writers, forget_writer
 from streaming.wait import wait_until
 
 START_TIMEOUT_S = 60.0

@@ -25,11 +25,11 @@ from streaming.kafka import offsets as off
 from streaming.kafka.decode import source_options
 from streaming.kafka.log import KafkaLog, topic_partitions_or_error
 from streaming.kafka.source import FORMAT
+from streaming.run.changelog_publisher import ChangelogPublisher
 from streaming.run.copartition import StatePartitions, state_partitions
 from streaming.run.health import CAUGHT_UP, RUNNING, STOPPED, classify
 from streaming.run.micro_batch import BatchWriter
 from streaming.run.options import RunOptions
-from streaming.run.publication import ChangelogPublisher
 from streaming.run.reporting import NullReporter, Reporter, Snapshot, take_snapshot
 from streaming.settings import Settings
 from streaming.versions.alignment import LiveAlignment

@@ -17,11 +17,9 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
-import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 from streaming.atomic_file import publish_written
@@ -56,7 +54,7 @@ def java_options(spark: SparkSettings, cache_dir: Path) -> str:
 
 
 def build(settings: Settings, timeout_s: float = 600.0) -> Path | None:
-    """Build the archive (a child process runs a small Spark workload and exits)."""
+    """Build the archive (a child process runs ``streaming.spark.warm_up`` and exits)."""
     path = archive_path(settings.spark, settings.cache_dir)
     if path is None:
         return None
@@ -64,7 +62,7 @@ def build(settings: Settings, timeout_s: float = 600.0) -> Path | None:
     partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
     started = time.monotonic()
     subprocess.run(
-        [sys.executable, "-m", "streaming.spark.jvm_archive", "--dump-to", str(partial)],
+        [sys.executable, "-m", "streaming.spark.warm_up", str(partial)],
         check=True,
         timeout=timeout_s,
         stdout=subprocess.DEVNULL,
@@ -75,77 +73,13 @@ def build(settings: Settings, timeout_s: float = 600.0) -> Path | None:
     return path
 
 
-def _dump(settings: Settings, target: Path) -> None:
-    """Run what a pipeline's driver runs, then stop the JVM so it writes the archive."""
-    from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
-
-    from streaming.spark.session import build_spark_session
-
-    class WarmUpReader(DataSourceStreamReader):
-        def initialOffset(self) -> dict:
-            return {"n": 0}
-
-        def latestOffset(self) -> dict:
-            return {"n": 2}
-
-        def partitions(self, start: dict, end: dict) -> list[InputPartition]:
-            return [InputPartition(i) for i in range(start["n"], end["n"])]
-
-        def read(self, partition: InputPartition) -> Iterator:
-            import pyarrow as pa
-
-            yield pa.RecordBatch.from_pydict({"id": [partition.value], "v": ["x"]})
-
-    class WarmUpSource(DataSource):
-        @classmethod
-        def name(cls) -> str:
-            return "kappa_warm_up"
-
-        def schema(self) -> str:
-            return "id long, v string"
-
-        def streamReader(self, schema: object) -> WarmUpReader:
-            return WarmUpReader()
-
-    options = f"-XX:ArchiveClassesAtExit={target} -Xlog:cds=off -Xlog:cds+dynamic=off"
-    conf = {**settings.spark.conf, "spark.driver.extraJavaOptions": options}
-    warm_up = settings.spark.model_copy(update={"master": "local[2]", "conf": conf})
-    spark = build_spark_session(settings.model_copy(update={"spark": warm_up}), archive=False)
-    spark.dataSource.register(WarmUpSource)
-    collected: list[int] = []
-
-    def sink(batch: object, batch_id: int) -> None:
-        collected.append(batch.toArrow().num_rows)  # type: ignore[attr-defined]
-
-    query = (
-        spark.readStream.format("kappa_warm_up")
-        .load()
-        .writeStream.foreachBatch(sink)
-        .option("checkpointLocation", str(target.with_suffix(".checkpoint")))
-        .trigger(availableNow=True)
-        .start()
-    )
-    query.awaitTermination()
-    numbers = spark.range(1000)
-    numbers.groupBy((numbers.id % 7).alias("k")).count().toArrow()
-    jvm = spark.sparkContext._gateway.proc  # type: ignore[attr-defined]
-    spark.stop()
-    shutil.rmtree(target.with_suffix(".checkpoint"), ignore_errors=True)
-    jvm.stdin.close()  # the gateway JVM exits when its stdin closes, writing the archive
-    jvm.wait(timeout=300)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m streaming.spark.jvm_archive", description=__doc__
     )
     parser.add_argument("--if-missing", action="store_true", help="only if there is none yet")
-    parser.add_argument("--dump-to", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     settings = load_settings()
-    if args.dump_to is not None:
-        _dump(settings, args.dump_to)
-        return 0
     path = archive_path(settings.spark, settings.cache_dir)
     if path is None:
         print("the JVM class archive is off (KAPPA_JVM_ARCHIVE=off)", file=sys.stderr)

@@ -14,6 +14,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from streaming.settings import Settings, SparkSettings
+from streaming.spark.jvm_archive import java_options
 
 # Whatever the user configures: a missing Arrow path must fail loudly rather than silently take
 # the slow path, times are UTC, and a stop request lets the batch in flight finish.
@@ -39,8 +40,6 @@ def session_conf(settings: Settings, app_name: str = "kappa", archive: bool = Tr
     conf = {"spark.master": spark.master, "spark.app.name": app_name, "spark.log.level": "ERROR"}
     conf.update({**spark.conf, **REQUIRED_CONF})
     if archive:
-        from streaming.spark.jvm_archive import java_options
-
         options = java_options(spark, settings.cache_dir)
         extra = " ".join(filter(None, [conf.get(JAVA_OPTIONS, ""), options]))
         if extra:

@@ -27,7 +27,8 @@ from streaming.deployment import Deployment
 from streaming.errors import VersionError
 from streaming.home import Home
 
-# Spark tasks that publish read the pointer: the settings' models (pydantic) are only a type here.
+# Spark tasks that publish import this module (through ``streaming.versions.publishing``): the
+# settings' models (pydantic) are only a type here.
 if TYPE_CHECKING:
     from streaming.settings import Settings
 

@@ -19,7 +19,7 @@ import pytest
 from streaming.kafka.admin import ensure_topics
 from streaming.processes import pid_alive
 from streaming.run import publisher_host
-from streaming.run.publication import Share
+from streaming.run.partition_share import Share
 from streaming.settings import REPO_ROOT, Settings
 from streaming.wait import wait_until
 from tests.integration.helpers import committed_records, in_other_process, published_once

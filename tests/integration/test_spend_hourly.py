@@ -49,15 +49,20 @@ def test_windows_equal_the_reference_at_every_commit_whatever_the_batching(spark
     assert len(final) > 40
 
 
-class _Undeclared:
-    """The window operator without its ``partitioned_by``: what the platform makes of an
-    operator it cannot relate to its inputs' keys (one state partition, the whole batch)."""
+class _OnePartition:
+    """The window operator declaring no partitioning (``partitioned_by`` None): what the
+    platform makes of an operator it cannot relate to its inputs' keys (one state partition,
+    the whole batch)."""
 
     def __init__(self, operator: Any) -> None:
         self.operator = operator
 
+    @property
+    def partitioned_by(self) -> None:
+        return None
+
     def __getattr__(self, name: str) -> Any:
-        if name in ("partitioned_by", "operator") or name.startswith("__"):
+        if name == "operator" or name.startswith("__"):
             raise AttributeError(name)
         return getattr(self.operator, name)
 
@@ -65,7 +70,7 @@ class _Undeclared:
 def test_a_plan_with_one_whole_state_equals_the_reference(spark, settings, broker):
     send(settings, fraud_events(1500, seed=45, step_ms=10_000))
     v1 = get_pipeline(settings.pipelines, NAME)
-    plan = dataclasses.replace(v1.plan, operator=_Undeclared(v1.plan.operator))
+    plan = dataclasses.replace(v1.plan, operator=_OnePartition(v1.plan.operator))
     whole = dataclasses.replace(v1, version="whole", plan=plan)
     run_until_caught_up(spark, settings, whole, max_offsets_per_trigger=250)
     records = replay_stamped(settings.kafka.bootstrap_servers, ["transactions"])

@@ -161,76 +161,149 @@ def test_the_rule_catches_a_forbidden_import() -> None:
     assert not _forbidden("streaming", "streaming/operators/batch.py", "streaming.state")
 
 
-def _runtime_imports(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
-    """The import statements of a module that run, now or in a function: all but those under
-    ``if TYPE_CHECKING:``."""
-    for node in ast.iter_child_nodes(tree):
-        if isinstance(node, ast.If) and ast.unparse(node.test) in (
-            "TYPE_CHECKING",
-            "typing.TYPE_CHECKING",
-        ):
-            yield from (n for child in node.orelse for n in _runtime_imports_of(child))
+def _is_type_checking(node: ast.stmt) -> bool:
+    """``if TYPE_CHECKING:`` (or ``typing.TYPE_CHECKING``): imports only a type checker runs."""
+    if not isinstance(node, ast.If):
+        return False
+    test = node.test
+    name = test.attr if isinstance(test, ast.Attribute) else getattr(test, "id", None)
+    return name == "TYPE_CHECKING"
+
+
+def _statements(tree: ast.AST) -> Iterator[ast.AST]:
+    """Every node of ``tree`` except the bodies of ``if TYPE_CHECKING:`` (their ``else`` runs)."""
+    for child in ast.iter_child_nodes(tree):
+        if isinstance(child, ast.stmt) and _is_type_checking(child):
+            for other in child.orelse:
+                yield other
+                yield from _statements(other)
             continue
-        yield from _runtime_imports_of(node)
+        yield child
+        yield from _statements(child)
 
 
-def _runtime_imports_of(node: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
-    if isinstance(node, (ast.Import, ast.ImportFrom)):
-        yield node
-    else:
-        yield from _runtime_imports(node)
+def _module_files() -> dict[str, str]:
+    """Dotted module name -> file, for every product module (a package is its ``__init__``)."""
+    files = {}
+    for package in PRODUCT:
+        for path in sorted((REPO_ROOT / package).rglob("*.py")):
+            parts = path.relative_to(REPO_ROOT).with_suffix("").parts
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            files[".".join(parts)] = str(path.relative_to(REPO_ROOT))
+    return files
 
 
-def _define_graph() -> dict[str, set[str]]:
-    """Module of streaming.define -> the modules of streaming.define it imports at run time."""
-    graph: dict[str, set[str]] = {}
-    for path in sorted((REPO_ROOT / "streaming" / "define").glob("*.py")):
-        edges = graph.setdefault(path.stem, set())
-        for node in _runtime_imports(ast.parse(path.read_text())):
-            names = (
-                [a.name for a in node.names]
-                if isinstance(node, ast.Import)
-                else [node.module or ""] + [f"{node.module}.{a.name}" for a in node.names]
-            )
-            for name in names:
-                if name == "streaming.define":
-                    edges.add("__init__")
-                elif name.startswith("streaming.define."):
-                    module = name.split(".")[2]
-                    if (REPO_ROOT / "streaming" / "define" / f"{module}.py").exists():
-                        edges.add(module)
+def _import_graph() -> dict[str, set[str]]:
+    """Product file -> the product files its import statements name, at any depth in the file
+    (in functions too) but outside ``if TYPE_CHECKING:``. ``from package import name`` names
+    the submodule when ``name`` is one, else the package's ``__init__``."""
+    modules = _module_files()
+    graph: dict[str, set[str]] = {file: set() for file in modules.values()}
+    for module, file in modules.items():
+        package = module if file.endswith("__init__.py") else module.rpartition(".")[0]
+        tree = ast.parse((REPO_ROOT / file).read_text(), filename=file)
+        for node in _statements(tree):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*anchor, *([base] if base else [])])
+                named = [f"{base}.{alias.name}" for alias in node.names]
+                targets = [name if name in modules else base for name in named]
+            else:
+                continue
+            for target in targets:
+                if target in modules and modules[target] != file:
+                    graph[file].add(modules[target])
     return graph
 
 
-def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """Each module that reaches itself, with the way back."""
-    found = []
-    for start in sorted(graph):
-        paths = [[start, nxt] for nxt in sorted(graph[start])]
-        seen: set[str] = set()
-        while paths:
-            path = paths.pop()
-            if path[-1] == start:
-                found.append(path)
-                break
-            if path[-1] in seen:
-                continue
-            seen.add(path[-1])
-            paths += [[*path, nxt] for nxt in sorted(graph.get(path[-1], ()))]
-    return found
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One cycle (its files in import order, the first repeated at the end) per group of two or
+    more files that all reach each other through imports (a strongly connected component)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[set[str]] = []
+
+    def visit(node: str) -> None:  # Tarjan's algorithm
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph[node]):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            group = set()
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.add(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                groups.append(group)
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return [_cycle_in(graph, group) for group in sorted(groups, key=min)]
 
 
-def test_the_modules_of_the_authoring_api_import_each_other_without_a_circle() -> None:
-    circles = _circles(_define_graph())
-    assert circles == [], "\n".join(" -> ".join(c) for c in circles)
+def _described(graph: dict[str, set[str]], cycle: list[str]) -> str:
+    """The cycle, and the other files of its group (each on a cycle with it) if any."""
+    group = {node for node in graph if _reaches(graph, cycle[0], node)}
+    group = {node for node in group if _reaches(graph, node, cycle[0])}
+    others = sorted(group - set(cycle))
+    return " -> ".join(cycle) + (f" (in a circle with {', '.join(others)})" if others else "")
 
 
-def test_the_circle_rule_counts_imports_in_functions_but_not_for_type_checking() -> None:
-    source = (
-        "from typing import TYPE_CHECKING\n"
-        "if TYPE_CHECKING:\n    from streaming.define.b import B\n"
-        "def f():\n    from streaming.define.c import C\n"
+def _reaches(graph: dict[str, set[str]], start: str, goal: str) -> bool:
+    seen, todo = {start}, [start]
+    while todo:
+        for target in graph[todo.pop()] - seen:
+            seen.add(target)
+            todo.append(target)
+    return goal in seen
+
+
+def _cycle_in(graph: dict[str, set[str]], group: set[str]) -> list[str]:
+    """A shortest cycle through the group's first file, within the group."""
+    start = min(group)
+    paths = {start: [start]}
+    frontier = [start]
+    while frontier:
+        following = []
+        for node in frontier:
+            for target in sorted(graph[node] & group):
+                if target == start:
+                    return [*paths[node], start]
+                if target not in paths:
+                    paths[target] = [*paths[node], target]
+                    following.append(target)
+        frontier = following
+    raise AssertionError(f"no cycle through {start} in {sorted(group)}")
+
+
+def test_no_product_files_import_each_other_in_a_circle() -> None:
+    graph = _import_graph()
+    cycles = [_described(graph, cycle) for cycle in _cycles(graph)]
+    assert cycles == [], "files that import each other in a circle:\n" + "\n".join(cycles)
+
+
+def test_the_cycle_finder_names_a_circle_and_skips_type_checking_imports() -> None:
+    graph = {"a.py": {"b.py"}, "b.py": {"c.py"}, "c.py": {"a.py"}, "d.py": {"a.py"}}
+    assert _cycles(graph) == [["a.py", "b.py", "c.py", "a.py"]]
+    assert _cycles({"a.py": {"b.py"}, "b.py": set()}) == []
+    code = ast.parse(
+        "import x\nif TYPE_CHECKING:\n    import y\nelse:\n    import z\ndef f():\n    import w\n"
     )
-    imported = [n.module for n in _runtime_imports(ast.parse(source))]
-    assert imported == ["typing", "streaming.define.c"]
-    assert _circles({"a": {"b"}, "b": {"a"}, "c": set()}) == [["a", "b", "a"], ["b", "a", "b"]]
+    imported = {a.name for n in _statements(code) if isinstance(n, ast.Import) for a in n.names}
+    assert imported == {"x", "z", "w"}

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streaming.run.publication import encoded_rows
+from streaming.run.changelog_records import encoded_rows
 
 
 def _number(value: object) -> float:

@@ -7,7 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from streaming.deployment import Deployment
-from streaming.run.publication import position_group, record_key, transactional_id
+from streaming.run.changelog_records import record_key
+from streaming.run.publication import position_group, transactional_id
 
 
 def test_a_deployment_publishes_under_the_same_names_in_every_incarnation(tmp_path: Path):
