@@ -8,7 +8,6 @@ Pipes (``assets.launcher``); Dagster never touches the data.
 
 # No `from __future__ import annotations` here: Dagster reads these annotations at definition time.
 
-import sys
 from typing import TYPE_CHECKING
 
 from dagster import (
@@ -34,7 +33,7 @@ from streaming.define.names import validate_version
 from streaming.define.pipeline import Pipeline
 from streaming.deployment import Deployment
 from streaming.errors import InvalidNameError
-from streaming.run.options import LaunchOptions, to_flags
+from streaming.run.options import LaunchOptions
 
 if TYPE_CHECKING:  # not exported by dagster itself
     from dagster._core.definitions.unresolved_asset_job_definition import (
@@ -90,12 +89,6 @@ def deploy_job(pipeline: str) -> "UnresolvedAssetJobDefinition":
     )
 
 
-def streaming_command(pipeline: Pipeline, version: str, config: StreamingRunConfig) -> list[str]:
-    """``python -m streaming run`` with the launch options as its flags, reporting through Pipes."""
-    run = [sys.executable, "-m", "streaming", "run", pipeline.name, "--pipes", "--version", version]
-    return run + to_flags(config)
-
-
 def run_version(context: AssetExecutionContext, pipeline: str) -> str:
     """The version this run deploys: its partition, also tagged on the run (``kappa/version``,
     ``kappa/pipeline``) so runs launched from the asset page are found like deploy-job runs."""
@@ -128,7 +121,7 @@ def table_asset(pipeline: Pipeline, retry_delay_s: float) -> AssetsDefinition:
         with refusing():
             version = run_version(context, pipeline.name)
         deployment = Deployment(pipeline.name, version, settings.home)
-        command = streaming_command(pipeline, deployment.version, config)
-        yield from run_deployment(context, deployment, command, settings)
+        options = LaunchOptions.model_validate(config.model_dump())
+        yield from run_deployment(context, deployment, options, settings)
 
     return _table

@@ -45,6 +45,12 @@ def build_parser() -> argparse.ArgumentParser:
     broker.add_argument("action", choices=["start", "stop", "status"])
     broker.set_defaults(handler=_broker)
 
+    engine = sub.add_parser(
+        "engine", help="the engine: the Spark application every deployment runs in"
+    )
+    engine.add_argument("action", choices=["start", "stop", "status"])
+    engine.set_defaults(handler=_engine)
+
     cluster = sub.add_parser(
         "cluster", help="a Spark standalone cluster on 127.0.0.1 (master and workers)"
     )
@@ -224,6 +230,29 @@ def _broker(settings: Settings, args: argparse.Namespace) -> int:
         status = broker.status()
         print(status.describe())
         return 0 if status.running else 1
+    return 0
+
+
+def _engine(settings: Settings, args: argparse.Namespace) -> int:
+    from streaming.engine.client import EngineClient, ensure_engine, stop_engine
+
+    if args.action == "start":
+        client = ensure_engine(settings)
+        address = client.address()
+        print(f"engine on {address.url} (pid {address.pid}, Spark {address.master})")
+    elif args.action == "stop":
+        print("engine stopped" if stop_engine(settings.home) else "engine was not running")
+    else:
+        client = EngineClient(settings.home)
+        if not client.answers():
+            print(f"engine not running for {settings.home}")
+            return 1
+        address, health = client.address(), client.health()
+        print(f"engine on {address.url} (pid {address.pid}, Spark {address.master})")
+        for row in client.deployments():
+            error = f"  {row['error']}" if row["error"] else ""
+            print(f"  {row['id']:<32} {row['state']:<10} run {row['run_id'] or '-'}{error}")
+        print(f"{health['active']} of {health['deployments']} deployments active")
     return 0
 
 
