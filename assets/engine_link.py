@@ -15,7 +15,7 @@ from typing import Any
 
 from dagster import AssetExecutionContext, Failure, MaterializeResult
 
-from assets.launcher import end_without_materializing, raise_for_exit, report_state
+from assets.outcome import end_without_materializing, raise_for_exit, report_state
 from assets.relay import DeploymentRelay
 from streaming.deployment import Deployment
 from streaming.engine.client import (

@@ -26,7 +26,7 @@ from dagster import (
     open_pipes_session,
 )
 
-from assets.launcher import (
+from assets.outcome import (
     already_running,
     end_without_materializing,
     log_tail,

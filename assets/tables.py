@@ -28,7 +28,14 @@ from assets.partitions import version_partitions
 from assets.refusals import refusing
 from assets.resources import KappaSettings
 from assets.topics import topic_key
-from streaming.dagster_names import PIPELINE_TAG, VERSION_TAG, deploy_job_name, table_key_path
+from streaming.dagster_names import (
+    DEPLOYMENT_KIND,
+    KIND_TAG,
+    PIPELINE_TAG,
+    VERSION_TAG,
+    deploy_job_name,
+    table_key_path,
+)
 from streaming.define.names import validate_version
 from streaming.define.pipeline import Pipeline
 from streaming.deployment import Deployment
@@ -82,7 +89,7 @@ def deploy_job(pipeline: str) -> "UnresolvedAssetJobDefinition":
         "partition is the version: a version that is not live runs side by side and never "
         "overtakes the live one; a new partition reprocesses under a new version name "
         "(starting offsets/timestamp say from where).",
-        tags={PIPELINE_TAG: pipeline},
+        tags={PIPELINE_TAG: pipeline, KIND_TAG: DEPLOYMENT_KIND},
         # Dagster's default multiprocess executor, though there is one step: with the in-process
         # one, terminating the run reaches the step's RetryPolicy as a failure and the deployment
         # restarts instead of the run ending CANCELED.

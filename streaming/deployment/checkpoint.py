@@ -4,6 +4,10 @@ Spark writes ``offsets/<batch>`` before it runs a micro-batch (the source offset
 at) and ``commits/<batch>`` once the batch's sink returned. An offsets file holds a version line,
 a metadata line, then one JSON object per source; this platform's sources give
 ``{topic: {partition: offset}}``. Nothing else in the platform opens these files.
+
+Beside Spark's files the platform keeps ``kappa-start.json``: the offsets a fresh query starts
+from, resolved once (``earliest`` and ``latest`` move), so the first batch's start is the same
+however often the query restarts before it commits.
 """
 
 from __future__ import annotations
@@ -13,7 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from streaming.atomic_file import write_atomically
 from streaming.kafka import offsets as off
+
+START_FILE = "kappa-start.json"
 
 
 @dataclass(frozen=True)
@@ -45,6 +52,27 @@ class SparkCheckpoint:
             if line.strip():
                 merged.update(json.loads(line))
         return merged
+
+    def batch_start_offsets(self, batch_id: int) -> off.OffsetMap:
+        """Where ``batch_id`` starts: the end of the batch before it, or the query's start."""
+        if batch_id > 0 and (self.path / "offsets" / str(batch_id - 1)).exists():
+            return off.from_spark(self.batch_end_offsets(batch_id - 1))
+        start = self.start_offsets()
+        if start is None:
+            msg = f"{self.path}: no start offsets for batch {batch_id}"
+            raise FileNotFoundError(msg)
+        return start
+
+    def start_offsets(self) -> off.OffsetMap | None:
+        """The offsets the query started from (None before a fresh start recorded them)."""
+        try:
+            return off.loads((self.path / START_FILE).read_text())
+        except FileNotFoundError:
+            return None
+
+    def record_start(self, offsets: off.OffsetMap) -> None:
+        """Record where a fresh query starts (before Spark plans its first batch)."""
+        write_atomically(self.path / START_FILE, off.dumps(offsets))
 
     def planned_at(self, batch_id: int) -> float:
         """When Spark planned ``batch_id`` (wrote its offsets), as a Unix time."""
