@@ -2,8 +2,8 @@
 
 The first start of (pipeline, version) copies the pipeline's code, the module that declares it
 and every project module it imports (``streaming.define.code``), into the deployment's pin folder
-``code/<pipeline>__<version>/``, with ``pin.json`` listing the modules, their hashes and the
-fingerprint. That start and every later one (a crash restart, a retry, a rollback target
+``code/<pipeline>__<version>/``, with ``pin.json`` listing the modules, their hashes (of the
+bytes, and of the syntax tree the fingerprint covers) and the fingerprint. That start and every later one (a crash restart, a retry, a rollback target
 brought back up) run the copies. So editing a pipeline, or a module it imports such as the
 topics it reads, changes no running version: the change needs a new version to be deployed, and
 the declared version running code that differs from its pin is reported, naming the files.
@@ -97,7 +97,9 @@ def write_manifest(folder: Path, code: PipelineCode, fingerprint: str) -> None:
     manifest = {
         "module": code.root,
         "fingerprint": fingerprint,
-        "files": {f.module: {"path": f.path, "sha256": f.sha256} for f in code.files},
+        "files": {
+            f.module: {"path": f.path, "sha256": f.sha256, "tree": f.tree} for f in code.files
+        },
     }
     write_atomically(folder / PIN_MANIFEST, json.dumps(manifest, indent=1, sort_keys=True))
 
@@ -116,7 +118,7 @@ def _load(deployment: Deployment, code: PipelineCode) -> Pipeline:
     folder = deployment.code_pin_path
     # One set of modules per pin folder and content (several homes can pin the same deployment in
     # one process, and a retired version's name can be pinned again with other code).
-    key = f"{folder.resolve()}\n{code.digest()}"
+    key = f"{folder.resolve()}\n{code.source_digest()}"
     digest = hashlib.sha256(key.encode()).hexdigest()[:12]
     prefix = f"kappa_pinned_{deployment.pipeline}_{digest}"
     root = sys.modules.get(f"{prefix}.{code.root}")
