@@ -3,10 +3,12 @@
 The first start of (pipeline, version) copies the pipeline's code, the module that declares it
 and every project module it imports (``streaming.define.code``), into the deployment's pin folder
 ``code/<pipeline>__<version>/``, with ``pin.json`` listing the modules, their hashes (of the
-bytes, and of the syntax tree the fingerprint covers) and the fingerprint. That start and every later one (a crash restart, a retry, a rollback target
-brought back up) run the copies. So editing a pipeline, or a module it imports such as the
+bytes, and of the syntax tree the fingerprint covers) and the fingerprint. That start and every
+later one (a crash restart, a retry, a rollback target brought back up) run the copies. So
+editing a pipeline, or a module it imports such as the
 topics it reads, changes no running version: the change needs a new version to be deployed, and
-the declared version running code that differs from its pin is reported, naming the files.
+the declared version running code that means something else than its pin is reported, naming
+the files (a change of comments, docstrings or layout is none).
 
 The copies are imported under their own names while the pin loads (their imports of each other
 resolve to the copies, not to the files on disk now), then kept in ``sys.modules`` under a name

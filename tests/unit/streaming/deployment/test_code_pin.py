@@ -111,7 +111,6 @@ def test_an_edit_of_an_imported_module_alone_changes_the_fingerprint(package: Pa
     assert _declared(package).fingerprint != before
 
 
-
 DEMO_READER = '''"""Customers, as a table."""
 from {package}.topics import CUSTOMERS
 from streaming.define import Pipeline
