@@ -54,11 +54,23 @@ def _has_docstring(body: list[ast.stmt]) -> bool:
 
 
 def function_source(function: Callable[..., Any]) -> str:
-    """The normalised tree of a function's own source (its repr when it has none)."""
+    """The normalised tree of a function's own source (without a source file, a digest of its
+    bytecode; a builtin, its name)."""
     try:
         return normalised(textwrap.dedent(inspect.getsource(function)))
     except (OSError, TypeError, SyntaxError):
-        return repr(function)
+        code = getattr(function, "__code__", None)
+        if isinstance(code, CodeType):
+            return f"bytecode {_bytecode(code)}"
+        return f"{getattr(function, '__module__', '?')}.{getattr(function, '__qualname__', '?')}"
+
+
+def _bytecode(code: CodeType) -> str:
+    """A digest of what ``code`` does: its instructions, constants and names (nested code
+    objects by their own digest), not where it came from."""
+    consts = [_bytecode(c) if isinstance(c, CodeType) else repr(c) for c in code.co_consts]
+    parts = [code.co_code.hex(), repr(consts), repr(code.co_names), repr(code.co_varnames)]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
 def function_code(function: Callable[..., Any], project: frozenset[str] = frozenset()) -> str:

@@ -18,6 +18,7 @@ offsets, and the batch ids of the table and the state stores it copied go on in 
 from __future__ import annotations
 
 import json
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -82,13 +83,16 @@ class SparkCheckpoint:
         write_atomically(self.path / START_FILE, off.dumps(offsets))
 
     def continue_from(self, source: SparkCheckpoint, batch_id: int) -> None:
-        """Make this (empty) checkpoint resume after ``source``'s batch ``batch_id``: its offsets,
-        those of the batch before, and a commit of it, copied; its end offsets are recorded as
-        this query's start.
+        """Make this (empty) checkpoint resume after ``source``'s batch ``batch_id``: a query id
+        of its own, the batch's offsets, those of the batch before and a commit of it, copied;
+        its end offsets are recorded as this query's start.
 
         Raises:
             FileNotFoundError: ``source`` no longer holds the batch's offsets.
         """
+        # A query of its own (Spark refuses offsets without the query's metadata, and two
+        # queries of one id cannot run side by side).
+        write_atomically(self.path / "metadata", json.dumps({"id": str(uuid.uuid4())}))
         batches = [batch_id - 1, batch_id] if batch_id > 0 else [batch_id]
         for batch in batches:
             text = (source.path / "offsets" / str(batch)).read_text()

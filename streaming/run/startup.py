@@ -28,8 +28,7 @@ from streaming.run.forward_start import start_forward_only
 from streaming.run.options import RunOptions
 from streaming.run.reporting import Reporter
 from streaming.settings import Settings
-from streaming.versions.change import change_from_live
-from streaming.versions.forward_only import completed_start
+from streaming.versions.change import forward_only_refusal
 from streaming.versions.live_pointer import claim_first
 
 _PINS = threading.Lock()
@@ -115,10 +114,7 @@ def _resolve_versions(
 def _check_forward_only(
     settings: Settings, declared: Pipeline, version: str, options: RunOptions
 ) -> None:
-    """A forward-only start is allowed for this version's change from the live one (checked at
-    the first start only: a restart resumes what was copied)."""
-    if completed_start(Deployment(declared.name, version, settings.home)) is not None:
-        return
+    """A forward-only start is allowed for this version's change from the live one."""
     chosen = [
         name
         for name, given in (
@@ -133,15 +129,9 @@ def _check_forward_only(
             "out"
         )
         raise RunError(msg)
-    change = change_from_live(settings, declared, version)
-    if change is None:
-        msg = (
-            f"{declared.name} {version} cannot start forward-only: it needs another version "
-            "that is live to start from"
-        )
-        raise RunError(msg)
-    if not change.forward_only_allowed:
-        raise RunError(change.refusal)
+    refusal = forward_only_refusal(settings, declared, version)
+    if refusal:
+        raise RunError(refusal)
 
 
 def _check_broker(settings: Settings, pipeline: Pipeline) -> None:

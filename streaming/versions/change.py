@@ -20,9 +20,10 @@ from streaming.define.pipeline import Pipeline
 from streaming.deployment import Deployment
 from streaming.deployment.code_pin import pinned_pipeline
 from streaming.deployment.record import PIN_MANIFEST
-from streaming.errors import VersionError
+from streaming.errors import KappaError, VersionError
 from streaming.settings import Settings
 from streaming.versions.change_cost import ChangeCosts, costs_from_live
+from streaming.versions.forward_only import completed_start
 from streaming.versions.live_pointer import live_version
 from streaming.versions.plan_diff import Category, Difference, differences
 
@@ -136,7 +137,8 @@ def change_from_live(
 ) -> VersionChange | None:
     """How ``version`` (default: the declared one) differs from the live version; None when
     there is no live version or it is the live one. With ``rates`` (the processed records per
-    second versions reported; empty when none did), the costs too (asks the broker).
+    second versions reported; empty when none did), the costs too (asks the broker; none when
+    it does not answer).
 
     Raises:
         ChangeUnknownError: the live version has no pinned code to compare with.
@@ -157,5 +159,22 @@ def change_from_live(
     costs = None
     if rates is not None:
         live_deployment = Deployment(declared.name, live, settings.home)
-        costs = costs_from_live(settings, new.topics, live_deployment, rates)
+        try:
+            costs = costs_from_live(settings, new.topics, live_deployment, rates)
+        except KappaError:  # the broker does not answer: the change without its costs
+            costs = None
     return categorise(old, new, live, version, costs)
+
+
+def forward_only_refusal(settings: Settings, declared: Pipeline, version: str) -> str:
+    """Why ``version`` may not start forward-only, naming what differs ("" when it may, or when
+    it started so already: a restart resumes what was copied)."""
+    if completed_start(Deployment(declared.name, version, settings.home)) is not None:
+        return ""
+    change = change_from_live(settings, declared, version)
+    if change is None:
+        return (
+            f"{declared.name} {version} cannot start forward-only: it needs another version that "
+            "is live to start from"
+        )
+    return change.refusal

@@ -61,7 +61,9 @@ class ChangeCosts(BaseModel):
 
 
 def duration(seconds: float) -> str:
-    """``3h 05m``, ``4m 10s`` or ``12s``."""
+    """``3h 05m``, ``4m 10s``, ``12s`` or ``0.4s``."""
+    if seconds < 10:
+        return f"{seconds:.1f}s"
     whole = round(seconds)
     hours, rest = divmod(whole, 3600)
     minutes, secs = divmod(rest, 60)

@@ -21,6 +21,7 @@ steps is a change of the state.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from datetime import timedelta
 from enum import StrEnum
 from typing import Any
@@ -210,8 +211,7 @@ def _function_differences(old: Any, new: Any, where: str) -> list[Difference]:
         return [] if same else [_state(f"{where}the function {_short(old)} -> {_short(new)}")]
     what = f"{where}the stateful function {getattr(new.function, '__qualname__', new.name)}"
     found = []
-    if dict(old.state) != dict(new.state):
-        found.append(_state(f"{what}: declared state {old.state} -> {new.state}"))
+    found += [_state(f"{what}: declared state {r}") for r in _state_specs(old.state, new.state)]
     if old.output != new.output:
         found.append(_state(f"{what}: emits {old.emits!r} -> {new.emits!r}"))
     for name in ("by", "key"):
@@ -224,6 +224,30 @@ def _function_differences(old: Any, new: Any, where: str) -> list[Difference]:
     if old_timer != new_timer:
         found.append(_state(f"{what}: its timer function changed"))
     return found
+
+
+def _state_specs(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """What differs between two declarations of state, by name."""
+    found = [f"adds {n}: {_spec(new[n])}" for n in new if n not in old]
+    found += [f"removes {n}: {_spec(old[n])}" for n in old if n not in new]
+    found += [
+        f"{n}: {_spec(old[n])} -> {_spec(new[n])}" for n in new if n in old and old[n] != new[n]
+    ]
+    return found
+
+
+def _spec(spec: Any) -> str:
+    """``MapOf(str, int)``, ``Value(int, default=0)``: the declaration as written."""
+    if not dataclasses.is_dataclass(spec):
+        return repr(spec)
+    parts = []
+    for field in dataclasses.fields(spec):
+        value = getattr(spec, field.name)
+        if isinstance(value, type):
+            parts.append(value.__name__)
+        elif value != field.default:
+            parts.append(f"{field.name}={value!r}")
+    return f"{type(spec).__name__}({', '.join(parts)})"
 
 
 # -- output ---------------------------------------------------------------------------------
