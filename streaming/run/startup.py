@@ -2,7 +2,7 @@
 
 It resolves the code the deployment runs (its pin), checks the broker and the log (a stateful
 pipeline's topics must keep every record), applies the version options (``--until-live``, the
-replay guard, ``--forward-only``: refused before anything is written unless the change from the
+replay guard, ``--forward-only``: refused, leaving nothing written, unless the change from the
 live version allows it), takes the deployment's lock, copies a forward-only version's table and
 state from the live version (``streaming.run.forward_start``) and makes a pipeline's first
 deployment live. The
@@ -13,6 +13,7 @@ a time there, because loading a pin swaps modules in ``sys.modules`` for a momen
 
 from __future__ import annotations
 
+import shutil
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,8 +23,9 @@ from streaming.define.pipeline import Pipeline
 from streaming.define.registry import get_pipeline
 from streaming.deployment import Deployment
 from streaming.deployment.code_pin import pinned_pipeline
+from streaming.deployment.record import PIN_MANIFEST
 from streaming.deployment.lock import DeploymentLock
-from streaming.errors import RunError
+from streaming.errors import KappaError, RunError
 from streaming.run.forward_start import start_forward_only
 from streaming.run.options import RunOptions
 from streaming.run.reporting import Reporter
@@ -60,9 +62,18 @@ def started_deployment(
     """
     with _PINS:
         declared = get_pipeline(settings.pipelines, pipeline_name)
-        if options.forward_only:
-            _check_forward_only(settings, declared, version or declared.version, options)
+        pin = Deployment(declared.name, version or declared.version, settings.home).code_pin_path
+        first_start = not (pin / PIN_MANIFEST).exists()
         pinned = pinned_pipeline(settings.home, declared, version)
+        if options.forward_only:
+            # Checked against the code just pinned (a long-lived process's registry may hold
+            # an older module); a refused first start leaves no pin behind.
+            try:
+                _check_forward_only(settings, declared, pinned.pipeline.version, options)
+            except KappaError:
+                if first_start:
+                    shutil.rmtree(pin, ignore_errors=True)
+                raise
     pipeline = pinned.pipeline
     deployment = Deployment(pipeline.name, pipeline.version, settings.home)
     _check_broker(settings, pipeline)

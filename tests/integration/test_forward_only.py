@@ -251,6 +251,10 @@ def test_a_forward_only_version_keeps_the_old_rows_and_computes_the_new_exactly_
     assert {k: r for k, r in full.items() if k in since} == {
         k: r for k, r in final.items() if k in since
     }
+    shown = kappa(s, "versions", "fraud_alerts")
+    assert shown.returncode == 0, shown.stderr
+    assert f"v2         candidate, forward-only from v1 batch {cut.batch_id}" in shown.stdout
+
     copy_s = (start.completed_at or 0) - start.started_at
     print(
         f"\nforward-only start: copy {copy_s:.2f} s, whole start (process, Spark, copy) "
@@ -273,7 +277,6 @@ def test_a_stateful_function_declaring_other_state_is_refused_forward_only(
     module.write_text(HISTORY.format(version="v2", state=state))
     versions = kappa(s, "versions", "fraud_by_history")
     assert versions.returncode == 0, versions.stderr
-    print(versions.stdout)
     assert "v2" in versions.stdout and "state" in versions.stdout
     assert "declared state" in versions.stdout and "full replay: ~" in versions.stdout
 
