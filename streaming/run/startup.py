@@ -23,8 +23,8 @@ from streaming.define.pipeline import Pipeline
 from streaming.define.registry import get_pipeline
 from streaming.deployment import Deployment
 from streaming.deployment.code_pin import pinned_pipeline
-from streaming.deployment.record import PIN_MANIFEST
 from streaming.deployment.lock import DeploymentLock
+from streaming.deployment.record import PIN_MANIFEST
 from streaming.errors import KappaError, RunError
 from streaming.run.forward_start import start_forward_only
 from streaming.run.options import RunOptions
