@@ -13,6 +13,7 @@ A copy is not atomic: its caller redoes it from scratch when it died half-way.
 from __future__ import annotations
 
 import re
+import shutil
 from collections.abc import Mapping
 from typing import Any
 
@@ -40,18 +41,25 @@ def copy_table(source: TableLocation, target: TableLocation, version: int) -> in
         dv = entry.deletion_vector
         if dv is not None and dv.storage_type == "u":
             names.add(dv.file_name)
-    copied = 0
-    for name in sorted(names):  # the files first: no entry of the copy names a missing one
-        data = src.read(name)
-        dst.write(name, data)
-        copied += len(data)
-    for name, _, _ in sorted(src.list("_delta_log/")):
-        match = _LOG_FILE.match(name)
-        if match and int(match.group(1)) <= version:
-            data = src.read(name)
-            dst.write(name, data)
-            copied += len(data)
-    return copied
+    log = [
+        name
+        for name, _, _ in src.list("_delta_log/")
+        if (match := _LOG_FILE.match(name)) and int(match.group(1)) <= version
+    ]
+    # The files first, then the log: no entry of the copy names a file it lacks.
+    return sum(_copy_file(src, dst, name) for name in [*sorted(names), *sorted(log)])
+
+
+def _copy_file(src: TableStore, dst: TableStore, name: str) -> int:
+    """Copy one file; on local disks without reading it into memory."""
+    if src.location.is_local and dst.location.is_local:
+        target = dst.location.local_path / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src.location.local_path / name, target)
+        return target.stat().st_size
+    data = src.read(name)
+    dst.write(name, data)
+    return len(data)
 
 
 def continue_copy(

@@ -25,6 +25,7 @@ import importlib.abc
 import importlib.util
 import json
 import sys
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib.machinery import ModuleSpec
@@ -123,9 +124,10 @@ def _load(deployment: Deployment, code: PipelineCode) -> Pipeline:
     key = f"{folder.resolve()}\n{code.source_digest()}"
     digest = hashlib.sha256(key.encode()).hexdigest()[:12]
     prefix = f"kappa_pinned_{deployment.pipeline}_{digest}"
-    root = sys.modules.get(f"{prefix}.{code.root}")
-    if root is None:
-        root = _import_pinned(folder, code, prefix, deployment)
+    with _IMPORTING:  # importing swaps modules in sys.modules: one pin at a time
+        root = sys.modules.get(f"{prefix}.{code.root}")
+        if root is None:
+            root = _import_pinned(folder, code, prefix, deployment)
     pipeline = getattr(root, "PIPELINE", None)
     if not isinstance(pipeline, Pipeline) or pipeline.name != deployment.pipeline:
         msg = f"{folder} does not define PIPELINE for {deployment.pipeline}"
@@ -168,6 +170,7 @@ def _import_pinned(
 
 
 _UNBOUND = object()
+_IMPORTING = threading.Lock()
 
 
 def _parent_bindings(names: Sequence[str]) -> dict[tuple[str, str], object]:
