@@ -66,7 +66,8 @@ def serves(snapshot: Snapshot) -> bool:
 
 
 class DeploymentRelay:
-    """Turns one deployment's Pipes messages into Dagster events, once each."""
+    """Turns one deployment's reports (Pipes messages, or the engine's events) into Dagster
+    events."""
 
     def __init__(
         self, context: AssetExecutionContext, deployment: Deployment, settings: Settings
@@ -75,7 +76,6 @@ class DeploymentRelay:
         self.deployment = deployment
         self.settings = settings
         self.key = context.asset_key
-        self.seen = 0
         self.table_version: int | None = None
         self.last: Snapshot | None = None
         self.last_metadata: dict[str, Any] | None = None
@@ -83,9 +83,8 @@ class DeploymentRelay:
         self.unsettled_gate = planned_gate_checks(context)
 
     def drain(self, messages: Sequence[Any]) -> Iterator[Any]:
-        fresh = messages[self.seen :]
-        self.seen = len(messages)
-        for message in fresh:
+        """Dagster events for ``messages``, the deployment's reports not relayed before."""
+        for message in messages:
             if not isinstance(message, dict):
                 continue
             if message.get("kind") == "warning":

@@ -8,7 +8,6 @@ Pipes (``assets.launcher``); Dagster never touches the data.
 
 # No `from __future__ import annotations` here: Dagster reads these annotations at definition time.
 
-import sys
 from typing import TYPE_CHECKING
 
 from dagster import (
@@ -29,12 +28,19 @@ from assets.partitions import version_partitions
 from assets.refusals import refusing
 from assets.resources import KappaSettings
 from assets.topics import topic_key
-from streaming.dagster_names import PIPELINE_TAG, VERSION_TAG, deploy_job_name, table_key_path
+from streaming.dagster_names import (
+    DEPLOYMENT_KIND,
+    KIND_TAG,
+    PIPELINE_TAG,
+    VERSION_TAG,
+    deploy_job_name,
+    table_key_path,
+)
 from streaming.define.names import validate_version
 from streaming.define.pipeline import Pipeline
 from streaming.deployment import Deployment
 from streaming.errors import InvalidNameError
-from streaming.run.options import LaunchOptions, to_flags
+from streaming.run.options import LaunchOptions
 
 if TYPE_CHECKING:  # not exported by dagster itself
     from dagster._core.definitions.unresolved_asset_job_definition import (
@@ -83,17 +89,11 @@ def deploy_job(pipeline: str) -> "UnresolvedAssetJobDefinition":
         "partition is the version: a version that is not live runs side by side and never "
         "overtakes the live one; a new partition reprocesses under a new version name "
         "(starting offsets/timestamp say from where).",
-        tags={PIPELINE_TAG: pipeline},
+        tags={PIPELINE_TAG: pipeline, KIND_TAG: DEPLOYMENT_KIND},
         # Dagster's default multiprocess executor, though there is one step: with the in-process
         # one, terminating the run reaches the step's RetryPolicy as a failure and the deployment
         # restarts instead of the run ending CANCELED.
     )
-
-
-def streaming_command(pipeline: Pipeline, version: str, config: StreamingRunConfig) -> list[str]:
-    """``python -m streaming run`` with the launch options as its flags, reporting through Pipes."""
-    run = [sys.executable, "-m", "streaming", "run", pipeline.name, "--pipes", "--version", version]
-    return run + to_flags(config)
 
 
 def run_version(context: AssetExecutionContext, pipeline: str) -> str:
@@ -128,7 +128,7 @@ def table_asset(pipeline: Pipeline, retry_delay_s: float) -> AssetsDefinition:
         with refusing():
             version = run_version(context, pipeline.name)
         deployment = Deployment(pipeline.name, version, settings.home)
-        command = streaming_command(pipeline, deployment.version, config)
-        yield from run_deployment(context, deployment, command, settings)
+        options = LaunchOptions.model_validate(config.model_dump())
+        yield from run_deployment(context, deployment, options, settings)
 
     return _table

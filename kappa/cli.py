@@ -13,10 +13,21 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from kappa.cli_services import add_service_commands
 from streaming.settings import Settings, load_settings
 
 Handler = Callable[[Settings, argparse.Namespace], int]
-DEPLOYMENT_COLUMNS = ("pipeline", "version", "role", "status", "progress", "lag", "rows", "run_id")
+DEPLOYMENT_COLUMNS = (
+    "pipeline",
+    "version",
+    "role",
+    "status",
+    "progress",
+    "lag",
+    "rows",
+    "run_id",
+    "note",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -41,15 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    broker = sub.add_parser("broker", help="the embedded Apache Kafka broker (one KRaft node)")
-    broker.add_argument("action", choices=["start", "stop", "status"])
-    broker.set_defaults(handler=_broker)
-
-    cluster = sub.add_parser(
-        "cluster", help="a Spark standalone cluster on 127.0.0.1 (master and workers)"
-    )
-    cluster.add_argument("action", choices=["start", "stop", "status"])
-    cluster.set_defaults(handler=_cluster)
+    add_service_commands(sub)
 
     demo = sub.add_parser("demo", help="the demo event generator")
     demo_sub = demo.add_subparsers(dest="demo_command", required=True)
@@ -110,6 +113,12 @@ def build_parser() -> argparse.ArgumentParser:
     deploy.add_argument("pipeline")
     deploy.add_argument("--version", help="version to run (default: the declared one)")
     deploy.add_argument("--mode", choices=["continuous", "until_caught_up"], default="continuous")
+    deploy.add_argument(
+        "--forward-only",
+        action="store_true",
+        help="start from the live version's table and state instead of replaying the log "
+        "(refused unless the change is to the output alone; see `kappa versions PIPELINE`)",
+    )
     deploy.set_defaults(handler=_deploy)
 
     reset = sub.add_parser(
@@ -212,38 +221,6 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     return overrides
 
 
-def _broker(settings: Settings, args: argparse.Namespace) -> int:
-    from kappa.broker import EmbeddedBroker
-
-    broker = EmbeddedBroker(settings)
-    if args.action == "start":
-        print(broker.start().describe())
-    elif args.action == "stop":
-        print("broker stopped" if broker.stop() else "broker was not running")
-    else:
-        status = broker.status()
-        print(status.describe())
-        return 0 if status.running else 1
-    return 0
-
-
-def _cluster(settings: Settings, args: argparse.Namespace) -> int:
-    from kappa.cluster import SparkCluster
-
-    cluster = SparkCluster(settings)
-    if args.action == "start":
-        status = cluster.start()
-        print(status.describe())
-        print(f"run pipelines on it with KAPPA_SPARK_MASTER={status.master_url}")
-    elif args.action == "stop":
-        print("Spark cluster stopped" if cluster.stop() else "Spark cluster was not running")
-    else:
-        status = cluster.status()
-        print(status.describe())
-        return 0 if status.running else 1
-    return 0
-
-
 def _demo_produce(settings: Settings, args: argparse.Namespace) -> int:
     from kappa.demo import produce
 
@@ -309,8 +286,14 @@ def _deployments_list(settings: Settings, args: argparse.Namespace) -> int:
     from kappa.deployments import deployment_statuses
     from kappa.table_output import write_text_table
     from streaming.define.registry import pipeline_names
+    from streaming.engine.client import EngineClient, EngineUnavailableError
 
-    statuses = deployment_statuses(DagsterApi(settings), pipeline_names(settings.pipelines))
+    try:
+        hosted = {d["id"]: d for d in EngineClient(settings.home, timeout_s=5).deployments()}
+    except EngineUnavailableError:
+        hosted = None
+    names = pipeline_names(settings.pipelines)
+    statuses = deployment_statuses(DagsterApi(settings), names, hosted)
     rows = [
         {
             "pipeline": s.pipeline,
@@ -321,6 +304,7 @@ def _deployments_list(settings: Settings, args: argparse.Namespace) -> int:
             "lag": s.lag,
             "rows": s.rows,
             "run_id": s.run_id or "",
+            "note": s.note,
         }
         for s in statuses
     ]
@@ -352,9 +336,10 @@ def _up(settings: Settings, args: argparse.Namespace) -> int:
 def _deploy(settings: Settings, args: argparse.Namespace) -> int:
     from kappa.deploy import deploy
 
-    run_id, version = deploy(settings, args.pipeline, args.version, args.mode)
+    run_id, version = deploy(settings, args.pipeline, args.version, args.mode, args.forward_only)
+    how = f"{args.mode}, forward-only" if args.forward_only else args.mode
     print(
-        f"launched {args.pipeline} {version} ({args.mode}) as run {run_id}: "
+        f"launched {args.pipeline} {version} ({how}) as run {run_id}: "
         f"http://{settings.dagster.host}:{settings.dagster.port}/runs/{run_id}"
     )
     return 0

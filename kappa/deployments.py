@@ -3,7 +3,8 @@
 A deployment is a version of a pipeline: a run of its table asset on the version's partition
 (``deploy_<pipeline>``, or a materialization from the asset page). The list has one row per
 running version with what that version last reported on its partition: role, state, catch-up
-progress, lag and rows, as the asset page shows them.
+progress, lag and rows, as the asset page shows them. A deployment that is not running says
+why: its run queued, the engine starting it or refusing it, or how its last run failed.
 """
 
 from __future__ import annotations
@@ -38,7 +39,24 @@ fragment Entry on MetadataEntry {
 }
 """
 
-_RUN_STATUS = {"QUEUED": "starting", "STARTING": "starting", "NOT_STARTED": "starting"}
+_FAILURE = """
+query Failure($runId: ID!) {
+  runOrError(runId: $runId) {
+    __typename
+    ... on Run {
+      eventConnection(limit: 1000) {
+        events {
+          __typename
+          ... on ExecutionStepFailureEvent { error { message } failureMetadata { description } }
+          ... on RunFailureEvent { message }
+        }
+      }
+    }
+  }
+}
+"""
+
+_RUN_STATUS = {"QUEUED": "queued", "STARTING": "starting", "NOT_STARTED": "starting"}
 
 
 def is_deployment_run(run: RunInfo, pipeline: str) -> bool:
@@ -65,6 +83,7 @@ class DeploymentStatus:
     lag: int | None
     rows: int | None
     updated_at: float | None
+    note: str = ""  # why it is not running (yet), when it is not
 
 
 def _entries(event: dict[str, Any]) -> dict[str, Any]:
@@ -91,6 +110,17 @@ def latest_event(api: DagsterApi, pipeline: str, version: str | None = None) -> 
     return max(reports, key=lambda e: float(e["timestamp"]), default=None)
 
 
+def reported_rates(api: DagsterApi, pipeline: str, versions: Iterable[str]) -> tuple[float, ...]:
+    """The processed records per second each version last reported (those that did)."""
+    rates = []
+    for version in versions:
+        event = latest_event(api, pipeline, version)
+        rate = _entries(event).get("processed_rows_per_s") if event else None
+        if rate is not None:
+            rates.append(float(rate))
+    return tuple(rates)
+
+
 def progress_text(values: dict[str, Any]) -> str:
     """A version's catch-up progress, e.g. ``63.0% (ETA 41 s)``; empty when it is not behind."""
     if "catch_up_pct" not in values:
@@ -99,12 +129,16 @@ def progress_text(values: dict[str, Any]) -> str:
     return f"{float(values['catch_up_pct']):.1f}% (ETA {eta if eta == 'unknown' else eta + ' s'})"
 
 
-def _status(api: DagsterApi, pipeline: str, run: RunInfo) -> DeploymentStatus:
+def _status(
+    api: DagsterApi, pipeline: str, run: RunInfo, engine: dict[str, dict[str, Any]] | None
+) -> DeploymentStatus:
     version = run_version(run)
     event = latest_event(api, pipeline, version) if version else None
     values = _entries(event) if event and event["runId"] == run.run_id else {}
     status = _RUN_STATUS.get(run.status) or str(values.get("state", "starting"))
+    note = _note(run, f"{pipeline}__{version}", engine) if status in ("queued", "starting") else ""
     return DeploymentStatus(
+        note=note,
         pipeline=pipeline,
         version=version,
         role=values.get("role"),
@@ -117,9 +151,16 @@ def _status(api: DagsterApi, pipeline: str, run: RunInfo) -> DeploymentStatus:
     )
 
 
-def deployment_statuses(api: DagsterApi, pipelines: Iterable[str]) -> list[DeploymentStatus]:
-    """One row per running version of each pipeline; a pipeline with none gets one row saying so."""
+def deployment_statuses(
+    api: DagsterApi,
+    pipelines: Iterable[str],
+    engine: dict[str, dict[str, Any]] | None = None,
+) -> list[DeploymentStatus]:
+    """One row per running version of each pipeline; a pipeline with none gets one row saying so
+    (and how its last deployment run failed, if it did). ``engine``: the engine's deployments by
+    id, when it answers (None: it does not)."""
     active = api.active_runs()
+    ended = api.runs(("FAILURE",), limit=200)
     statuses = []
     for pipeline in pipelines:
         runs = sorted(
@@ -127,11 +168,47 @@ def deployment_statuses(api: DagsterApi, pipelines: Iterable[str]) -> list[Deplo
             key=lambda r: (run_version(r) or "", r.run_id),
         )
         if not runs:
+            failed = next((r for r in ended if is_deployment_run(r, pipeline)), None)
+            note = _failure(api, failed) if failed is not None else ""
             statuses.append(
-                DeploymentStatus(pipeline, None, None, "not running", None, "", None, None, None)
+                DeploymentStatus(
+                    pipeline, None, None, "not running", None, "", None, None, None, note
+                )
             )
-        statuses.extend(_status(api, pipeline, run) for run in runs)
+        statuses.extend(_status(api, pipeline, run, engine) for run in runs)
     return statuses
+
+
+def _note(run: RunInfo, deployment: str, engine: dict[str, dict[str, Any]] | None) -> str:
+    """Why an active run's deployment has not reported running (yet)."""
+    if run.status == "QUEUED":
+        return "queued by Dagster: waiting for the daemon to launch its run"
+    if run.status != "STARTED":
+        return ""
+    if engine is None:
+        return "waiting for the engine (not answering; its run starts it, as kappa up does)"
+    hosted = engine.get(deployment)
+    if hosted is None:
+        return "not in the engine yet (or in an application of its own)"
+    if hosted["state"] == "starting":
+        return "starting in the engine"
+    return hosted.get("error") or ""
+
+
+def _failure(api: DagsterApi, run: RunInfo) -> str:
+    """How a failed run failed: its step's failure (the reason a user can act on) first."""
+    data = api.query(_FAILURE, {"runId": run.run_id})["runOrError"]
+    if data.get("__typename") != "Run":
+        return ""
+    messages = []
+    for event in data["eventConnection"]["events"]:
+        if event["__typename"] == "ExecutionStepFailureEvent":
+            described = (event.get("failureMetadata") or {}).get("description")
+            messages.append(described or (event.get("error") or {}).get("message", ""))
+        elif event["__typename"] == "RunFailureEvent":
+            messages.append(event.get("message") or "")
+    reason = next((m for m in messages if m), "")
+    return f"last run {run.run_id[:8]} failed: {reason.splitlines()[0]}" if reason else ""
 
 
 def stop_deployment(api: DagsterApi, pipeline: str, version: str | None = None) -> list[str]:

@@ -1,11 +1,14 @@
-"""``kappa up`` (the README's run command): broker, demo producer and Dagster UI, stopped as one.
+"""``kappa up`` (the README's run command): broker, engine, demo producer and Dagster UI, stopped
+as one.
 
 Before anything starts, the log is checked against the deployments' checkpoints (a lost log is
-reported once, with the ways out). Once Dagster serves, the deployments that were running when
-the platform last stopped are launched again (``kappa.resume``). Ctrl-C (or SIGTERM) first notes
-and terminates the active Dagster runs, so streaming deployments stop at a micro-batch boundary,
-then stops Dagster, the producer and the broker, and finally kills anything any of them left
-behind.
+reported once, with the ways out). The engine (``streaming.engine``, the Spark application every
+deployment runs in) starts before Dagster, and is started again if it dies; the deployments
+that ran in it come back by themselves (their Dagster runs start them again). Once Dagster
+serves, the deployments that were running when the platform last stopped are launched again
+(``kappa.resume``). Ctrl-C (or SIGTERM) first notes and terminates the active Dagster runs, so
+streaming deployments stop at a micro-batch boundary, then stops Dagster, the engine, the
+producer and the broker, and finally kills anything any of them left behind.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from kappa.dagster_api import DagsterApi
 from kappa.log_check import EXIT_LOG_LOST, check_log_at_start
 from kappa.resume import remember_running, resume_at_start
 from streaming.define.registry import all_topics, published_topics
+from streaming.engine.client import EngineClient, ensure_engine, stop_engine
 from streaming.kafka.admin import ensure_topics
 from streaming.processes import ManagedProcess
 from streaming.settings import REPO_ROOT, Settings
@@ -118,6 +122,14 @@ def run_platform(
             )
         dagster = dagster_dev(settings).start()
         children.append(dagster)
+        # Started while Dagster starts: the Spark application takes the longer of the two.
+        started_engine = time.monotonic()
+        engine = ensure_engine(settings)
+        print(
+            f"engine: Spark {engine.health()['master']}, ready in "
+            f"{time.monotonic() - started_engine:.0f} s (log {settings.home.log('engine')})",
+            flush=True,
+        )
         api = DagsterApi(settings, timeout_s=2.0)
         ready = wait_until(lambda: stopping or not dagster.alive() or _ready(api), timeout_s=120)
         if ready and dagster.alive() and not stopping:
@@ -133,6 +145,7 @@ def run_platform(
             if resumed and time.monotonic() - remembered_at >= REMEMBER_EVERY_S:
                 remember_running(settings, api)
                 remembered_at = time.monotonic()
+                _keep_engine(settings)
             time.sleep(0.2)
         dead = [c.name for c in children if not c.alive()]
         if dead and not stopping:
@@ -147,9 +160,24 @@ def run_platform(
             _terminate_runs(settings)
         for child in reversed(children):
             child.stop(signal.SIGTERM if child.name != "dagster" else signal.SIGINT)
+            if child.name == "dagster" and stop_engine(settings.home):
+                print("engine stopped", flush=True)
+        if stop_engine(settings.home):  # started, and Dagster never was
+            print("engine stopped", flush=True)
         if started_broker:
             broker.stop()
         print("platform stopped", flush=True)
+
+
+def _keep_engine(settings: Settings) -> None:
+    """Start the engine again if it died; the deployments' runs start them in it again."""
+    if EngineClient(settings.home, timeout_s=5.0).answers():
+        return
+    print("engine not answering; starting it again", file=sys.stderr, flush=True)
+    try:
+        ensure_engine(settings)
+    except Exception as exc:  # the next look tries again; the runs wait for it meanwhile
+        print(f"engine did not start: {exc}", file=sys.stderr, flush=True)
 
 
 def _ready(api: DagsterApi) -> bool:

@@ -6,16 +6,19 @@ import os
 from pathlib import Path
 
 
-def write_atomically(path: Path, content: str | bytes) -> None:
+def write_atomically(path: Path, content: str | bytes, mode: int = 0o644) -> None:
     """Write ``content`` to a hidden temporary file beside ``path``, fsync it, rename it over
     ``path`` and fsync the directory, so the change is whole and survives a crash.
 
     The temporary name starts with a dot so directory listings that skip hidden names never
-    see a half-written file.
+    see a half-written file. ``mode`` is set before anything is written (a private file is never
+    readable by others, even for a moment).
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.parent / f".{path.name}.tmp{os.getpid()}"
-    with open(tmp, "wb") as handle:
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    os.fchmod(fd, mode)
+    with open(fd, "wb") as handle:
         handle.write(content.encode() if isinstance(content, str) else content)
         handle.flush()
         os.fsync(handle.fileno())

@@ -15,6 +15,12 @@ FINGERPRINT_TAG = "kappa/fingerprint"
 ROLE_TAG = "kappa/role"
 REASON_TAG = "kappa/reason"
 LIVE_TAG = "kappa/live"
+# What a run is: a streaming deployment, which runs as long as its query and is never queued
+# behind a limit it could not free, or a batch job (comparisons, promotions, quality suites,
+# retiring), of which the instance runs a few at a time (platform/dagster.yaml).
+KIND_TAG = "kappa/kind"
+DEPLOYMENT_KIND = "deployment"
+BATCH_KIND = "batch"
 PARTITION_TAG = "dagster/partition"  # Dagster's own tag: the partition (here: version) of a run
 
 PROMOTE_JOB = "promote_version"

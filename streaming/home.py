@@ -100,6 +100,18 @@ class Home:
         """The pid of a cluster process (``spark-master``, ``spark-worker-1``, ...)."""
         return self.root / "run" / f"{process}.pid"
 
+    # -- the engine (streaming.engine) ---------------------------------------------------------
+
+    @property
+    def engine_address(self) -> Path:
+        """Where the running engine listens, its pid and the token it asks for (private)."""
+        return self.root / "run" / "engine.json"
+
+    @property
+    def engine_lock(self) -> Path:
+        """Held while an engine starts, so two clients never start two engines."""
+        return self.root / "run" / "engine.lock"
+
     @property
     def dagster(self) -> Path:
         """``DAGSTER_HOME``: the Dagster instance's storage and its ``dagster.yaml``."""

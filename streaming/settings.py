@@ -59,6 +59,8 @@ _ENV = {
     "KAPPA_CLUSTER_PORT": "cluster.port",
     "KAPPA_CLUSTER_UI_PORT": "cluster.ui_port",
     "KAPPA_DAGSTER_PORT": "dagster.port",
+    "KAPPA_ENGINE_PORT": "engine.port",
+    "KAPPA_OWN_APPLICATION": "engine.own_application",
     "KAPPA_RETRY_DELAY_S": "dagster.retry_delay_s",
     "KAPPA_SENSOR_INTERVAL_S": "dagster.sensor_interval_s",
     "KAPPA_RETENTION_HOURS": "versions.retention_hours",
@@ -180,6 +182,25 @@ class DagsterSettings(_Frozen):
     sensor_interval_s: int = Field(default=10, ge=1)
 
 
+class EngineSettings(_Frozen):
+    """The engine (``streaming.engine``): the one Spark application that hosts the
+    deployments, and where its control interface listens."""
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=0, ge=0, le=65535)  # 0: a free port, written in the home
+    # Pipelines whose deployments run in a Spark application of their own (hard isolation, at
+    # the cost of a JVM, a driver and Python workers each) instead of in the engine.
+    own_application: tuple[str, ...] = ()
+
+    @field_validator("own_application", mode="before")
+    @classmethod
+    def _names(cls, value: Any) -> Any:
+        """A comma-separated string (KAPPA_OWN_APPLICATION) or a list of pipeline names."""
+        if isinstance(value, str):
+            return tuple(n.strip() for n in value.split(",") if n.strip())
+        return value
+
+
 class VersionSettings(_Frozen):
     """Side-by-side versions: how long a replaced version is kept, how long a comparison waits."""
 
@@ -223,6 +244,7 @@ class Settings(_Frozen):
     spark: SparkSettings = Field(default_factory=SparkSettings)
     cluster: ClusterSettings = Field(default_factory=ClusterSettings)
     dagster: DagsterSettings = Field(default_factory=DagsterSettings)
+    engine: EngineSettings = Field(default_factory=EngineSettings)
     versions: VersionSettings = Field(default_factory=VersionSettings)
     quality: QualitySettings = Field(default_factory=QualitySettings)
     cuts: CutSettings = Field(default_factory=CutSettings)

@@ -28,7 +28,7 @@ from dagster import (
 from assets.partitions import version_partitions
 from assets.refusals import refusing
 from assets.resources import KappaSettings, KappaSpark
-from streaming.dagster_names import quality_job_name, table_key_path
+from streaming.dagster_names import BATCH_KIND, KIND_TAG, quality_job_name, table_key_path
 from streaming.define.pipeline import Pipeline
 from streaming.table_quality import run_table_suite
 
@@ -96,4 +96,5 @@ def quality_job(pipeline: str, check: AssetChecksDefinition) -> "UnresolvedAsset
         "launch with the tag dagster/partition=<version>.",
         # One check: in the run's own process, without a step subprocess started for it.
         executor_def=in_process_executor,
+        tags={KIND_TAG: BATCH_KIND},
     )

@@ -30,7 +30,7 @@ from assets.refusals import Refused, refusing
 from assets.resources import KappaSettings, KappaSpark
 from assets.tables import table_key
 from assets.versions.metadata import overview_observation
-from streaming.dagster_names import versions_partitions_name
+from streaming.dagster_names import BATCH_KIND, KIND_TAG, versions_partitions_name
 from streaming.errors import KappaError
 from streaming.settings import Settings
 
@@ -162,7 +162,7 @@ def retire_expired(context: OpExecutionContext, kappa: KappaSettings) -> None:
 
 # Each job is one op: it runs in the run's own process, not in a step subprocess started for it
 # (one Python start less per run: Dagster, the definitions, pyspark and GE imported once).
-_one_op_job = partial(job, executor_def=in_process_executor)
+_one_op_job = partial(job, executor_def=in_process_executor, tags={KIND_TAG: BATCH_KIND})
 
 
 @_one_op_job(

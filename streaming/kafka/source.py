@@ -16,11 +16,7 @@ kappa extension that stops a stream at exact offsets), ``maxOffsetsPerTrigger``,
 ``maxPartitions`` and ``minPartitionRecords`` (kappa extensions: pack the partition ranges of a
 micro-batch into at most that many Spark tasks, each reading at least that many records where
 possible; by default one task per Kafka partition, as Spark's source does),
-``coPartition`` (a kappa extension, default false: a task reads partition ``p`` of every topic
-together, as a stateful plan's state partition needs), ``rangesOnly`` (a kappa extension,
-default false: instead of the records, one row per offset range, ``topic, partition, start,
-end``, for a task that reads them itself where it computes, so the records never pass through
-the JVM), ``endingOffsetsFile`` (a kappa extension:
+``endingOffsetsFile`` (a kappa extension:
 a JSON file of offsets re-read every trigger, which a
 side-by-side version uses to cut its batches where the live version cut its commits),
 ``cutLog``, ``cutIntervalMs`` and ``cutRetentionMs`` (kappa extensions: the platform's log of
@@ -169,7 +165,6 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             ranges,
             self.options.max_partitions,
             self.options.min_partition_records,
-            copartition=self.options.copartition,
         )
         return [KafkaRangePartition(group) for group in groups]
 
@@ -184,9 +179,6 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     # --- executor side ---------------------------------------------------------------------
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, KafkaRangePartition)
-        if self.options.ranges_only:
-            yield ranges_batch(partition.ranges)
-            return
         batches = read_ranges(
             self.options.client, partition.ranges, include_headers=self.options.include_headers
         )
@@ -202,19 +194,6 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         state["_log"] = None
         state["_cut_log"] = None
         return state
-
-
-def ranges_batch(ranges: tuple[off.PartitionRange, ...]) -> pa.RecordBatch:
-    """``rangesOnly``: the task's ranges as rows (see ``RANGES_SCHEMA``)."""
-    rows = [r for r in ranges if r.count > 0]
-    return pa.RecordBatch.from_pydict(
-        {
-            "topic": pa.array([r.topic for r in rows], pa.string()),
-            "partition": pa.array([r.partition for r in rows], pa.int32()),
-            "start": pa.array([r.start for r in rows], pa.int64()),
-            "end": pa.array([r.end for r in rows], pa.int64()),
-        }
-    )
 
 
 def decoded_batch(batch: pa.RecordBatch, decoder: ValueDecoder) -> pa.RecordBatch:

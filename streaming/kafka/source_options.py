@@ -21,9 +21,6 @@ BASE_SCHEMA = (
 )
 HEADERS_SCHEMA = BASE_SCHEMA + ", headers array<struct<key: string, value: binary>>"
 DECODED_COLUMNS = "_tombstone boolean, error string"
-# rangesOnly: one row per offset range the batch covers, for tasks that read the records
-# themselves (``streaming.kafka.reader.read_ranges``).
-RANGES_SCHEMA = "topic string, partition int, start long, end long"
 
 
 @dataclass(frozen=True)
@@ -44,8 +41,6 @@ class SourceOptions:
     cut_log: str | None = None
     cut_interval_ms: int = DEFAULT_INTERVAL_MS
     cut_retention_ms: int = DEFAULT_RETENTION_MS
-    copartition: bool = False
-    ranges_only: bool = False
 
     @classmethod
     def parse(cls, options: dict[str, str]) -> SourceOptions:
@@ -75,19 +70,9 @@ class SourceOptions:
             cut_log=lowered.get("cutlog") or None,
             cut_interval_ms=_positive_int(lowered, "cutIntervalMs") or DEFAULT_INTERVAL_MS,
             cut_retention_ms=_positive_int(lowered, "cutRetentionMs") or DEFAULT_RETENTION_MS,
-            copartition=_flag(lowered, "copartition", False),
-            ranges_only=_flag(lowered, "rangesonly", False),
-        )._checked()
-
-    def _checked(self) -> SourceOptions:
-        if self.ranges_only and (self.decoder is not None or self.include_headers):
-            msg = "rangesOnly returns no records: it takes no valueSchema and no includeHeaders"
-            raise SourceOptionError(msg)
-        return self
+        )
 
     def spark_schema(self) -> str:
-        if self.ranges_only:
-            return RANGES_SCHEMA
         schema = HEADERS_SCHEMA if self.include_headers else BASE_SCHEMA
         if self.decoder is None:
             return schema

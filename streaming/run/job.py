@@ -16,17 +16,13 @@ import threading
 from collections.abc import Sequence
 from types import FrameType
 
-from streaming.define.pipeline import Pipeline
-from streaming.define.registry import get_pipeline
-from streaming.deployment import Deployment
-from streaming.deployment.code_pin import pinned_pipeline
-from streaming.deployment.lock import DeploymentBusyError, DeploymentLock
-from streaming.errors import DataLossError, KappaError, RunError
+from streaming.deployment.lock import DeploymentBusyError
+from streaming.errors import DataLossError, KappaError
 from streaming.run.options import RunOptions, add_flags, from_flags
 from streaming.run.reporting import LogReporter, Reporter, Snapshot
 from streaming.run.runner import PipelineRunner
+from streaming.run.startup import started_deployment
 from streaming.settings import Settings, launching_run_id, load_settings
-from streaming.versions.live_pointer import claim_first
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
@@ -55,83 +51,31 @@ def run_pipeline(
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        declared = get_pipeline(settings.pipelines, pipeline_name)
-        pinned = pinned_pipeline(settings.home, declared, version)
-        pipeline = pinned.pipeline
-        deployment = Deployment(pipeline.name, pipeline.version, settings.home)
-        _check_broker(settings, pipeline)
-        options = _resolve_versions(settings, pipeline, deployment, options)
-        lock = DeploymentLock(deployment.lock_path)
-        lock.acquire(deployment.id, run_id=launching_run_id())
-        try:
-            if pinned.warning:
-                reporter.warning(pinned.warning)
-            claim_first(settings.home, pipeline.name, deployment.version, "first deployment")
+        run_id = launching_run_id()
+        with started_deployment(
+            settings, pipeline_name, version, options, reporter, run_id
+        ) as started:
             from streaming.spark.session import build_spark_session
 
-            spark = build_spark_session(settings, app_name=f"kappa-{deployment.id}")
+            app_name = f"kappa-{started.deployment.id}"
+            spark = build_spark_session(settings, app_name=app_name)
             # PySpark's SparkContext replaces the SIGINT handler with one that cancels every
             # job and raises KeyboardInterrupt mid-batch; take it back so a stop waits for the
             # batch boundary.
             signal.signal(signal.SIGINT, on_signal)
             runner = PipelineRunner(
                 spark,
-                pipeline,
-                deployment,
+                started.pipeline,
+                started.deployment,
                 settings,
-                options,
+                started.options,
                 reporter,
                 stop=stop,
             )
             return runner.run()
-        finally:
-            lock.release()
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-
-
-def _resolve_versions(
-    settings: Settings, pipeline: Pipeline, deployment: Deployment, options: RunOptions
-) -> RunOptions:
-    """Apply --until-live and the replay-from-the-beginning guard."""
-    from streaming.delta.table_reader import last_end_offsets
-    from streaming.kafka import offsets as off
-    from streaming.kafka.history import check_log_has_beginning
-    from streaming.versions.live_pointer import live_version
-
-    fresh = not deployment.checkpoint.started
-    if fresh and options.starting_timestamp_ms is not None:
-        from streaming.kafka.start_position import offsets_at_timestamp
-
-        start = offsets_at_timestamp(settings.kafka, pipeline.topics, options.starting_timestamp_ms)
-        options = options.model_copy(update={"starting_offsets": off.dumps(start)})
-    elif fresh and options.starting_offsets == "earliest" and not options.force_replay:
-        check_log_has_beginning(settings.kafka.client_config(), pipeline.topics)
-    if not options.until_live:
-        return options
-    live = live_version(settings.home, pipeline.name)
-    if live is None or live == deployment.version:
-        msg = f"--until-live needs another live version of {pipeline.name} (live: {live})"
-        raise RunError(msg)
-    ending = last_end_offsets(Deployment(pipeline.name, live, settings.home).table_path)
-    if ending is None:
-        msg = f"the live version {live} of {pipeline.name} has committed nothing yet"
-        raise RunError(msg)
-    update = {"mode": "until_caught_up", "ending_offsets": off.dumps(ending)}
-    return options.model_copy(update=update)
-
-
-def _check_broker(settings: Settings, pipeline: Pipeline) -> None:
-    """The broker answers, the pipeline's topics exist, and a stateful pipeline's topics keep
-    every record (``streaming.kafka.history``)."""
-    from streaming.kafka.history import check_history_kept
-    from streaming.kafka.log import KafkaLog, topic_partitions_or_error
-
-    with KafkaLog.of(settings.kafka, timeout_s=5.0) as log:
-        topic_partitions_or_error(log, list(pipeline.topics))
-    if pipeline.plan is not None:
-        check_history_kept(settings.kafka.client_config(), pipeline.name, pipeline.topics)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,9 +1,10 @@
 """One micro-batch of a stateful plan, run where the data is: the driver plans, the executors
 compute, the driver commits.
 
-The Kafka source puts partition ``p`` of every input in one Spark task (``coPartition``), so a
-plan whose inputs are co-partitioned (``streaming.run.copartition``) runs as one state partition
-per input partition (``streaming.run.partition_task``): the task decodes the records, runs the
+The batch's offset ranges are packed so that partition ``p`` of every input is in one Spark task,
+so a plan whose inputs are co-partitioned (``streaming.run.copartition``) runs as one state
+partition per input partition (``streaming.run.partition_task``, run as an RDD job by
+``streaming.run.task_job``): the task reads and decodes the records, runs the
 operator with the partition's state, writes the state's changelog, the table's data file and the
 dead letters, and returns the files' entries, the changed keys and the state's new version. The
 driver never holds a record or an output row: it collects those small rows and commits them as
@@ -34,6 +35,8 @@ from streaming.delta.dead_letters import ENTRY_SCHEMA, DeadLetters
 from streaming.delta.table_reader import latest_commit
 from streaming.deployment import Deployment
 from streaming.errors import RunError
+from streaming.kafka import offsets as off
+from streaming.kafka.offsets import PartitionRange
 from streaming.operators import Regrouping
 from streaming.run.batch_engine import Written
 from streaming.run.changelog_publisher import ChangelogPublisher
@@ -41,7 +44,8 @@ from streaming.run.copartition import StatePartitions
 from streaming.run.crash_point import crash_point
 from streaming.run.group_task import GroupTask
 from streaming.run.partition_publisher import PartitionPublisher
-from streaming.run.partition_task import DEAD_PREFIX, PartitionTask, result_schema, staged_schema
+from streaming.run.partition_task import DEAD_PREFIX, PartitionTask, result_schema
+from streaming.run.task_job import run_regrouped, run_tasks
 
 
 @dataclass(frozen=True)
@@ -68,9 +72,9 @@ class PlannedBatch:
         client: Mapping[str, str] | None = None,
         publisher: ChangelogPublisher | None = None,
     ) -> None:
-        """``client``: the Kafka client settings with which the tasks read their records, when
-        the source hands them offset ranges (``rangesOnly``); ``publisher``: the driver's side
-        of the pipeline's publication, when it publishes its changes."""
+        """``client``: the Kafka client settings with which the tasks read their records;
+        ``publisher``: the driver's side of the pipeline's publication, when it publishes its
+        changes."""
         assert pipeline.plan is not None
         self.plan = pipeline.plan
         self.schema = pipeline.table_schema
@@ -137,20 +141,18 @@ class PlannedBatch:
             publisher=publisher,
             client=self.client,
         )
-        from pyspark.sql.pandas.types import from_arrow_schema
-
         schema = result_schema(writer.key_type)
+        context = batch.sparkSession.sparkContext
+        groups = self._groups(batch_id, ends, context.defaultParallelism)
         if self.regroups:
             buckets = self.partitions.count
             first = replace(task, publisher=None, buckets=buckets)
             second = GroupTask(
                 self.plan, self.schema, task.state_root, versions, batch_id, writer, publisher
             )
-            staged = batch.mapInArrow(first, from_arrow_schema(staged_schema(writer.key_type)))
-            staged = staged.repartition(buckets, "bucket")
-            result = staged.mapInArrow(second, from_arrow_schema(schema)).toArrow().cast(schema)
+            result = run_regrouped(context, groups, first, second, buckets, schema)
         else:
-            result = batch.mapInArrow(task, from_arrow_schema(schema)).toArrow().cast(schema)
+            result = run_tasks(context, groups, task, schema)
         written = dict(versions)
         for partition in result["state_partition"].to_pylist():
             written[partition] = batch_id
@@ -160,6 +162,17 @@ class PlannedBatch:
         rows = sum(result["input_rows"].to_pylist())
         published = sum(result["published"].to_pylist())
         return PlannedChanges(shares, dead, rows, written, published)
+
+    def _groups(
+        self, batch_id: int, ends: Mapping[str, Mapping[str, int]], cores: int
+    ) -> list[tuple[PartitionRange, ...]]:
+        """The batch's offset ranges, packed into tasks: a state partition's ranges (partition
+        ``p`` of every input) stay together, in one task per core at most, and a batch of few
+        records in one task; a plan whose state does not split by partition, in one task."""
+        start = self.deployment.checkpoint.batch_start_offsets(batch_id)
+        ranges = off.plan_ranges(start, off.from_spark(ends))
+        tasks = cores if self.partitions.by_partition else 1
+        return off.pack_ranges(ranges, tasks, off.MIN_TASK_RECORDS, copartition=True)
 
     def committed(self, batch_id: int, written: Written) -> None:
         """The table committed ``batch_id`` with the state versions it wrote."""

@@ -82,23 +82,35 @@ class PipelineRunner:
         """Ask the query to stop after the batch in flight (safe from a signal handler)."""
         self._stop.set()
 
+    def _starting_offsets(self) -> str:
+        """The source's starting offsets: a fresh query's are resolved now and recorded, so its
+        first batch starts at the same offsets however often it restarts before committing."""
+        checkpoint = self.deployment.checkpoint
+        if checkpoint.started:
+            return self.options.starting_offsets
+        recorded = checkpoint.start_offsets()
+        if recorded is None:
+            topics = list(self.pipeline.topics)
+            spec = off.parse_starting_offsets(self.options.starting_offsets, topics)
+            earliest, latest = self._log.bounds(self.pipeline.topics)
+            recorded = off.resolve_start(spec, earliest, latest)
+            self.deployment.checkpoint_path.mkdir(parents=True, exist_ok=True)
+            checkpoint.record_start(recorded)
+        return off.dumps(recorded)
+
     def start(self) -> StreamingQuery:
         reader = (
             self.spark.readStream.format(FORMAT)
             .option("subscribe", ",".join(self.pipeline.topics))
-            .option("startingOffsets", self.options.starting_offsets)
+            .option("startingOffsets", self._starting_offsets())
             .option("failOnDataLoss", str(self.options.fail_on_data_loss).lower())
         )
         for key, value in source_options(self.pipeline).items():
             reader = reader.option(key, value)
-        # One task per core at most, and small batches in one task (offsets.pack_ranges); a
-        # plan's task holds partition p of every input (its state partition), or everything.
+        # One task per core at most, and small batches in one task (offsets.pack_ranges). A
+        # plan's batch never reads the source's rows: its tasks read their own offset ranges
+        # (streaming.run.planned_batch), so only a transform's batch is planned here.
         tasks = self.spark.sparkContext.defaultParallelism
-        if self.partitions is not None:
-            # The plan's tasks read their records themselves (PartitionTask): the source hands
-            # them only the offset ranges, so no record passes through the JVM.
-            reader = reader.option("coPartition", "true").option("rangesOnly", "true")
-            tasks = tasks if self.partitions.by_partition else 1
         reader = reader.option("maxPartitions", str(tasks))
         reader = reader.option("minPartitionRecords", str(off.MIN_TASK_RECORDS))
         if self.options.ending_offsets:

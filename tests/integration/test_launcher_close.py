@@ -1,5 +1,6 @@
 """A run terminated while Dagster handles one of the step's events closes the step's generator
-instead of raising inside it: the launcher must still stop the job and record the stop.
+instead of raising inside it: the launcher must still stop the job and record the stop (a
+deployment in a Spark application of its own).
 
 The step runs in process on a real Dagster instance, and the job is a real subprocess speaking
 Pipes. Closing the generator after its first event is what Dagster does when the termination
@@ -22,7 +23,7 @@ from dagster import (
     materialize,
 )
 
-from assets.launcher import run_deployment
+from assets.own_process import run_command
 from streaming.deployment import Deployment
 from streaming.home import Home
 from streaming.settings import Settings
@@ -78,7 +79,7 @@ def test_closing_the_step_after_an_event_stops_the_job_and_records_the_stop(tmp_
 
     @asset(partitions_def=StaticPartitionsDefinition(["v1"]), output_required=False)
     def probe(context):  # type: ignore[no-untyped-def]  # Dagster reads the annotation: none
-        events = run_deployment(context, deployment, command, settings)
+        events = run_command(context, deployment, command, settings)
         yield next(events)
         events.close()
 

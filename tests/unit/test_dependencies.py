@@ -43,6 +43,7 @@ LAYERS = (
     "versions",
     "query",
     "run",
+    "engine",
 )
 FOUNDATION = (
     "atomic_file",

@@ -9,7 +9,7 @@ from typing import Any
 from dagster import AssetCheckKey, AssetKey, AssetObservation, DagsterInstance
 
 from assets.checks.health import FRESHNESS_CHECK, LAG_CHECK, fresh_ok, latest_health
-from assets.launcher import _report_state
+from assets.outcome import report_state
 from streaming.deployment import Deployment
 from streaming.run.health import FAILED, LAGGING, RUNNING, STOPPED
 
@@ -57,7 +57,7 @@ def _verdicts(instance: DagsterInstance, version: str) -> dict[str, bool]:
 def _report(instance: DagsterInstance, state: str) -> _Context:
     context = _Context(instance)
     relay = _Relay(Deployment("customers", "v1", "/tmp/kappa-home"))
-    _report_state(context, relay, state)  # type: ignore[arg-type]
+    report_state(context, relay, state)  # type: ignore[arg-type]
     return context
 
 

@@ -6,7 +6,7 @@ import signal
 import subprocess
 import sys
 
-from assets.launcher import stop_process_tree
+from assets.own_process import stop_process_tree
 
 # Prints once its SIGINT handler is installed, so the test never signals it too early.
 _CLEAN = """

@@ -47,7 +47,13 @@ RUNS = [
     _run(
         "run-promote", "promote_version", {"kappa/pipeline": "customers", "kappa/version": "v2"}, []
     ),
+    # customer_spend's last deployment failed: the list says how
+    {
+        **_run("run-failed", "deploy_customer_spend", {"dagster/partition": "v1"}, []),
+        "status": "FAILURE",
+    },
 ]
+REFUSAL = "customer_spend: input 'transactions' is keyed by txn_id, the state by customer_id"
 REPORTS = {
     "v1": {
         "assetMaterializations": [
@@ -81,7 +87,17 @@ class _Dagster(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         query, variables = body["query"], body.get("variables") or {}
         if "runsOrError" in query:
-            data: dict[str, Any] = {"runsOrError": {"__typename": "Runs", "results": RUNS}}
+            statuses = (variables.get("filter") or {}).get("statuses") or []
+            runs = [r for r in RUNS if not statuses or r["status"] in statuses]
+            data: dict[str, Any] = {"runsOrError": {"__typename": "Runs", "results": runs}}
+        elif "runOrError" in query:
+            failure = {
+                "__typename": "ExecutionStepFailureEvent",
+                "error": None,
+                "failureMetadata": {"description": REFUSAL},
+            }
+            events = [{"__typename": "RunStartEvent"}, failure]
+            data = {"runOrError": {"__typename": "Run", "eventConnection": {"events": events}}}
         elif variables["key"]["path"] == ["tables", "customers"]:
             [version] = variables["partitions"]
             data = {"assetOrError": {"__typename": "Asset", **REPORTS[version]}}
@@ -128,10 +144,11 @@ def test_one_row_per_running_version_with_role_and_progress(
         "lag",
         "rows",
         "run_id",
+        "note",
     ]
     rows = [line.split() for line in lines]
-    assert rows == [
-        ["customer_spend", "not", "running"],
+    assert " ".join(rows[0]) == f"customer_spend not running last run run-fail failed: {REFUSAL}"
+    assert rows[1:] == [
         ["customers", "v1", "live", "running", "5", "980", "run-v1"],
         [
             "customers",

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 
-from streaming.errors import SourceOptionError
 from streaming.kafka.source import KafkaStreamReader
 from streaming.kafka.source_options import SourceOptions
 
@@ -70,21 +68,3 @@ def test_without_a_read_limit_every_trigger_reads_to_the_end():
     reader.latestOffset({"t": {"0": 0}}, ReadAllAvailable())
     log.ends = {0: 20}
     assert _end(reader.latestOffset({"t": {"0": 10}}, ReadAllAvailable())) == {0: 20}
-
-
-def test_ranges_only_hands_each_task_its_offset_ranges_instead_of_records():
-    options = {"subscribe": "t,u", "kafka.bootstrap.servers": "127.0.0.1:1", "rangesOnly": "true"}
-    reader = KafkaStreamReader(SourceOptions.parse({**options, "coPartition": "true"}))
-    assert reader.options.spark_schema() == "topic string, partition int, start long, end long"
-    start = {"t": {"0": 5, "1": 0}, "u": {"0": 0, "1": 7}}
-    end = {"t": {"0": 9, "1": 0}, "u": {"0": 3, "1": 8}}
-    rows = [reader.read(p).__next__().to_pylist() for p in reader.partitions(start, end)]
-    ranges = sorted(r for part in rows for r in (tuple(x.values()) for x in part))
-    # Partition 1 of t has nothing to read, so it is not listed.
-    assert ranges == [("t", 0, 5, 9), ("u", 0, 0, 3), ("u", 1, 7, 8)]
-
-
-def test_ranges_only_refuses_options_that_shape_records():
-    options = {"subscribe": "t", "kafka.bootstrap.servers": "127.0.0.1:1", "rangesOnly": "true"}
-    with pytest.raises(SourceOptionError, match="rangesOnly returns no records"):
-        SourceOptions.parse({**options, "valueSchema": "id string"})

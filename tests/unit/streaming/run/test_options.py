@@ -7,7 +7,8 @@ import argparse
 
 import pytest
 
-from assets.tables import StreamingRunConfig, streaming_command
+from assets.own_process import streaming_command
+from assets.tables import StreamingRunConfig
 from streaming.errors import KappaError
 from streaming.run.job import add_run_arguments
 from streaming.run.options import LaunchOptions, RunOptions, from_flags, to_flags
@@ -76,7 +77,16 @@ def test_a_launch_config_becomes_the_job_flags(tmp_path):
 
     pipeline = get_pipeline(load_settings(env={}).pipelines, "customers")
     config = StreamingRunConfig(mode="until_caught_up", starting_offsets="latest")
-    argv = streaming_command(pipeline, "v3", config)
+    options = LaunchOptions.model_validate(config.model_dump())
+    argv = streaming_command(pipeline.name, "v3", options)
     assert argv[argv.index("run") :][:5] == ["run", "customers", "--pipes", "--version", "v3"]
     again = from_flags(_parse(*argv[argv.index("v3") + 1 :]))
     assert again.until_caught_up and again.starting_offsets == "latest"
+    assert not again.forward_only
+
+
+def test_forward_only_is_a_launch_option_and_a_flag():
+    config = StreamingRunConfig(forward_only=True)
+    options = LaunchOptions.model_validate(config.model_dump())
+    assert to_flags(options) == ["--forward-only"]
+    assert from_flags(_parse("--forward-only")).forward_only

@@ -230,17 +230,29 @@ def test_a_final_window_closes_by_its_own_partitions_stream_time(tmp_path: Path)
 
 
 class _Collected:
-    """What the writer needs of Spark's micro-batch DataFrame: ``mapInArrow`` run as one task
-    over its rows, and the result as Arrow."""
+    """What the writer needs of Spark's micro-batch: its session's context, which runs the
+    batch's job as one task in this process, over the batch's raw records (a stand-in for the
+    Kafka reads of the offset ranges it is handed)."""
 
     def __init__(self, table: pa.Table) -> None:
+        self.sparkSession = self
+        self.sparkContext = self
+        self.defaultParallelism = 1
         self.table = table
 
-    def mapInArrow(self, function, schema) -> _Collected:
-        return _Collected(pa.Table.from_batches(list(function(iter(self.table.to_batches())))))
+    def parallelize(self, inputs: list, slices: int) -> _Job:
+        return _Job(self.table.to_batches())
 
-    def toArrow(self) -> pa.Table:
-        return self.table
+
+class _Job:
+    def __init__(self, items: list) -> None:
+        self.items = items
+
+    def mapPartitions(self, function) -> _Job:
+        return _Job(list(function(iter(self.items))))
+
+    def collect(self) -> list:
+        return self.items
 
 
 def test_the_writer_commits_each_batch_once_with_late_records_dead_lettered(
@@ -256,6 +268,7 @@ def test_the_writer_commits_each_batch_once_with_late_records_dead_lettered(
     ]
     log = deployment.checkpoint_path / "offsets"
     log.mkdir(parents=True)
+    deployment.checkpoint.record_start({"customers": {0: 0}, "transactions": {0: 0}})
     for batch_id, (_, ends) in enumerate(batches):
         (log / str(batch_id)).write_text(f'v1\n{{"batchWatermarkMs":0}}\n{json.dumps(ends)}\n')
     writer = BatchWriter(PIPELINE, deployment, partitions=ONE)
@@ -285,6 +298,7 @@ def test_the_state_directory_stays_bounded_over_many_batches(tmp_path: Path) -> 
     deployment = Deployment(PIPELINE.name, "v1", tmp_path)
     log = deployment.checkpoint_path / "offsets"
     log.mkdir(parents=True)
+    deployment.checkpoint.record_start({"customers": {0: 0}, "transactions": {0: 0}})
     writer = BatchWriter(PIPELINE, deployment, partitions=ONE)
     most: dict[str, int] = {"snapshot": 0, "changelog": 0}
     batches = 2 * MAX_CHANGELOGS + 10  # two snapshots and more, so garbage to collect

@@ -1,0 +1,169 @@
+"""Talking to the engine: starting, watching and stopping deployments in it.
+
+:class:`EngineClient` reads the engine's address from the platform home and speaks its HTTP
+interface (``streaming.engine.server``). :func:`ensure_engine` returns a client of the running
+engine, starting one (``python -m streaming engine``, detached, in its own process group) when
+none answers, so a deployment launched while the engine is down brings it back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import http.client
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from streaming.engine.address import EngineAddress, read_address
+from streaming.errors import RunError
+from streaming.home import Home
+from streaming.processes import pid_alive
+from streaming.settings import REPO_ROOT, Settings
+from streaming.wait import wait_until
+
+
+class EngineUnavailableError(RunError):
+    """No engine answers for this platform home."""
+
+
+class EngineRefusedError(RunError):
+    """The engine refused a request; the message says why."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class EngineClient:
+    def __init__(self, home: Home, timeout_s: float = 10.0) -> None:
+        self.home = home
+        self.timeout_s = timeout_s
+
+    def address(self) -> EngineAddress:
+        address = read_address(self.home.engine_address)
+        if address is None:
+            msg = f"no engine runs for {self.home} (start the platform: kappa up)"
+            raise EngineUnavailableError(msg)
+        return address
+
+    def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        address = self.address()
+        connection = http.client.HTTPConnection(address.host, address.port, timeout=self.timeout_s)
+        data = None if body is None else json.dumps(body).encode()
+        headers = {"Authorization": f"Bearer {address.token}", "Content-Type": "application/json"}
+        try:
+            connection.request(method, "/v1" + path, body=data, headers=headers)
+            response = connection.getresponse()
+            payload = json.loads(response.read() or b"null")
+        except (OSError, http.client.HTTPException, ValueError) as exc:
+            msg = f"the engine at {address.url} does not answer: {exc}"
+            raise EngineUnavailableError(msg) from None
+        finally:
+            connection.close()
+        if response.status != 200:
+            error = payload.get("error") if isinstance(payload, dict) else str(payload)
+            raise EngineRefusedError(str(error), response.status)
+        return payload
+
+    def health(self) -> dict[str, Any]:
+        return self._call("GET", "/health")
+
+    def answers(self) -> bool:
+        try:
+            self.health()
+        except EngineUnavailableError:
+            return False
+        return True
+
+    def deployments(self) -> list[dict[str, Any]]:
+        return self._call("GET", "/deployments")
+
+    def submit(
+        self, pipeline: str, version: str, options: dict[str, Any], run_id: str | None
+    ) -> dict[str, Any]:
+        body = {"pipeline": pipeline, "version": version, "options": options, "run_id": run_id}
+        return self._call("POST", "/deployments", body)
+
+    def deployment(self, deployment_id: str, since: int = 0) -> dict[str, Any]:
+        return self._call("GET", f"/deployments/{deployment_id}?since={since}")
+
+    def stop(self, deployment_id: str) -> dict[str, Any]:
+        return self._call("POST", f"/deployments/{deployment_id}/stop")
+
+    def shutdown(self) -> None:
+        self._call("POST", "/shutdown")
+
+
+@contextmanager
+def _starting(home: Home) -> Iterator[None]:
+    home.engine_lock.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(home.engine_lock, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def start_engine_process(settings: Settings) -> subprocess.Popen[bytes]:
+    """``python -m streaming engine`` in its own process group, its output in its log."""
+    log_file = settings.home.log("engine")
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, **settings.to_env(), "PYTHONUNBUFFERED": "1"}
+    with open(log_file, "ab") as log:
+        return subprocess.Popen(
+            [sys.executable, "-m", "streaming", "engine"],
+            env=env,
+            cwd=REPO_ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+
+
+def ensure_engine(settings: Settings, timeout_s: float = 180.0) -> EngineClient:
+    """A client of the engine of ``settings.home``, starting the engine if none answers.
+
+    Raises:
+        EngineUnavailableError: the engine did not answer within ``timeout_s`` (its log says
+            why).
+    """
+    client = EngineClient(settings.home)
+    if client.answers():
+        return client
+    with _starting(settings.home):
+        if client.answers():  # another client started it while this one waited
+            return client
+        process = start_engine_process(settings)
+        ready = wait_until(
+            lambda: process.poll() is not None or client.answers(), timeout_s, interval_s=0.2
+        )
+    if not ready or process.poll() is not None:
+        msg = (
+            f"the engine did not start (exit code {process.poll()}); see "
+            f"{settings.home.log('engine')}"
+        )
+        raise EngineUnavailableError(msg)
+    return client
+
+
+def stop_engine(home: Home, timeout_s: float = 90.0) -> bool:
+    """Stop the home's engine: every deployment at a batch boundary, then the engine; its
+    process group is killed if it has not exited by ``timeout_s``. False if none was running."""
+    address = read_address(home.engine_address)
+    if address is None or not pid_alive(address.pid):
+        return False
+    with contextlib.suppress(EngineUnavailableError, EngineRefusedError):
+        EngineClient(home, timeout_s=5.0).shutdown()
+    if not wait_until(lambda: not pid_alive(address.pid), timeout_s, interval_s=0.2):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(address.pid, signal.SIGKILL)
+        wait_until(lambda: not pid_alive(address.pid), 10.0)
+    return True

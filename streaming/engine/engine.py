@@ -1,0 +1,94 @@
+"""The engine: one long-lived Spark application that hosts many deployments.
+
+Each deployment (a pipeline at a version) is a streaming query of the engine's one SparkSession,
+started in a thread of its own (``streaming.engine.hosted``) with its own scheduler pool (the
+session runs Spark's FAIR scheduler), its own checkpoint, lock and stop. A deployment whose
+pipeline raises fails its own query; the others keep committing. A deployment whose topics have
+no new records starts no Spark job: its source finds nothing new at each trigger.
+
+Clients (the Dagster runs that are the deployments' handles, ``kappa``) reach it over HTTP on
+127.0.0.1 (``streaming.engine.server``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from streaming.engine.hosted import DeploymentRequest, HostedDeployment
+from streaming.errors import RunError
+from streaming.settings import Settings
+
+STOP_WAIT_S = 60.0
+
+
+class EngineBusyError(RunError):
+    """The deployment already runs in the engine, for another client."""
+
+
+class UnknownDeploymentError(RunError):
+    """The engine hosts no such deployment."""
+
+
+class Engine:
+    def __init__(self, settings: Settings, spark: SparkSession) -> None:
+        self.settings = settings
+        self.spark = spark
+        self.started_at = time.time()
+        self._hosted: dict[str, HostedDeployment] = {}
+        self._lock = threading.Lock()
+
+    def submit(self, request: DeploymentRequest) -> HostedDeployment:
+        """Start ``request``'s deployment, or give the running one back to the run that started
+        it (a client reconnecting). Refused while it runs for another run."""
+        with self._lock:
+            current = self._hosted.get(request.id)
+            if current is not None and current.active:
+                if current.request.run_id == request.run_id:
+                    return current
+                msg = (
+                    f"deployment {request.id} is already running in the engine (run "
+                    f"{current.request.run_id or '-'}); stop it first (kappa stop)"
+                )
+                raise EngineBusyError(msg)
+            hosted = HostedDeployment(request, self.settings, self.spark)
+            self._hosted[request.id] = hosted
+        return hosted.start()
+
+    def get(self, deployment_id: str) -> HostedDeployment:
+        with self._lock:
+            hosted = self._hosted.get(deployment_id)
+        if hosted is None:
+            msg = f"the engine hosts no deployment {deployment_id}"
+            raise UnknownDeploymentError(msg)
+        return hosted
+
+    def stop(self, deployment_id: str) -> HostedDeployment:
+        hosted = self.get(deployment_id)
+        hosted.stop()
+        return hosted
+
+    def deployments(self) -> list[HostedDeployment]:
+        with self._lock:
+            return list(self._hosted.values())
+
+    def describe(self) -> dict[str, Any]:
+        hosted = self.deployments()
+        return {
+            "started_at": self.started_at,
+            "master": self.spark.sparkContext.master,
+            "deployments": len(hosted),
+            "active": sum(1 for h in hosted if h.active),
+        }
+
+    def shutdown(self, timeout_s: float = STOP_WAIT_S) -> list[str]:
+        """Stop every deployment at a batch boundary; returns those still running after
+        ``timeout_s``."""
+        hosted = self.deployments()
+        for deployment in hosted:
+            deployment.stop()
+        deadline = time.monotonic() + timeout_s
+        return [h.id for h in hosted if not h.join(max(0.0, deadline - time.monotonic()))]

@@ -1,0 +1,182 @@
+"""One deployment hosted by the engine: its thread, its stop, and what it reported.
+
+A hosted deployment runs the same start-up and the same query as a deployment in its own
+process (``streaming.run.startup``, ``streaming.run.runner``), in a thread of the engine, with
+its own Spark scheduler pool so one deployment's batches never queue behind another's. Its
+reports are kept in order, numbered, for the client that watches it (a Dagster run) to read from
+where it left off.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from streaming.errors import KappaError
+from streaming.run.job import exit_code
+from streaming.run.options import RunOptions
+from streaming.run.reporting import Snapshot
+from streaming.run.runner import PipelineRunner
+from streaming.run.startup import started_deployment
+from streaming.settings import Settings
+
+log = logging.getLogger(__name__)
+
+STARTING = "starting"
+RUNNING = "running"
+STOPPING = "stopping"
+STOPPED = "stopped"
+CAUGHT_UP = "caught_up"
+FAILED = "failed"
+ENDED = (STOPPED, CAUGHT_UP, FAILED)
+# An unexpected exception, as a crashed process would exit: worth a retry.
+EXIT_CRASH = 1
+
+# Reports kept per deployment: a client that falls further behind reads from the oldest kept.
+KEPT_EVENTS = 500
+
+
+class EventLog:
+    """A hosted deployment's reports (a :class:`streaming.run.reporting.Reporter`), numbered
+    from 0 in the order they were made."""
+
+    def __init__(self, kept: int = KEPT_EVENTS) -> None:
+        self._events: deque[dict[str, Any]] = deque(maxlen=kept)
+        self._next = 0
+        self._lock = threading.Lock()
+
+    def _add(self, event: dict[str, Any]) -> None:
+        with self._lock:
+            self._events.append({"index": self._next, **event})
+            self._next += 1
+
+    def since(self, index: int) -> tuple[list[dict[str, Any]], int]:
+        """The events numbered ``index`` and later that are still kept, and the next number."""
+        with self._lock:
+            return [e for e in self._events if e["index"] >= index], self._next
+
+    def started(self, deployment: Any, options: Any, settings: Settings) -> None:
+        self._add({"kind": "started", "deployment": deployment.id, "settings": settings.shown()})
+
+    def warning(self, message: str) -> None:
+        self._add({"kind": "warning", "message": message})
+
+    def progress(self, snapshot: Snapshot) -> None:
+        self._add({"kind": "progress", **snapshot.to_dict()})
+
+    def finished(self, snapshot: Snapshot) -> None:
+        self._add({"kind": "finished", **snapshot.to_dict()})
+
+
+@dataclass(frozen=True)
+class DeploymentRequest:
+    """What a client asks the engine to run."""
+
+    pipeline: str
+    version: str
+    options: RunOptions
+    run_id: str | None = None
+
+    @property
+    def id(self) -> str:
+        return f"{self.pipeline}__{self.version}"
+
+
+class HostedDeployment:
+    """A deployment running in the engine's thread ``kappa-<id>``."""
+
+    def __init__(self, request: DeploymentRequest, settings: Settings, spark: SparkSession) -> None:
+        self.request = request
+        self.settings = settings
+        self.spark = spark
+        self.events = EventLog()
+        self.state = STARTING
+        self.error = ""
+        self.exit_code: int | None = None
+        self.started_at = time.time()
+        self.ended_at: float | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"kappa-{request.id}", daemon=True)
+
+    @property
+    def id(self) -> str:
+        return self.request.id
+
+    @property
+    def active(self) -> bool:
+        return self.state not in ENDED
+
+    def start(self) -> HostedDeployment:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Ask the query to stop after the batch in flight (or before it starts)."""
+        if self.active:
+            self.state = STOPPING
+        self._stop.set()
+
+    def join(self, timeout_s: float) -> bool:
+        self._thread.join(timeout_s)
+        return not self._thread.is_alive()
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "pipeline": self.request.pipeline,
+            "version": self.request.version,
+            "run_id": self.request.run_id,
+            "state": self.state,
+            "error": self.error,
+            "exit_code": self.exit_code,
+            "started_at": self.started_at,
+            "ended_at": self.ended_at,
+        }
+
+    def _run(self) -> None:
+        request = self.request
+        try:
+            with started_deployment(
+                self.settings,
+                request.pipeline,
+                request.version,
+                request.options,
+                self.events,
+                request.run_id,
+            ) as started:
+                if self._stop.is_set():
+                    self._end(STOPPED, 0)
+                    return
+                if self.state == STARTING:
+                    self.state = RUNNING
+                # The query's thread inherits the pool of the thread that starts it.
+                context = self.spark.sparkContext
+                context.setLocalProperty("spark.scheduler.pool", started.deployment.id)
+                runner = PipelineRunner(
+                    self.spark,
+                    started.pipeline,
+                    started.deployment,
+                    self.settings,
+                    started.options,
+                    self.events,
+                    stop=self._stop,
+                )
+                runner.run()
+            self._end(STOPPED if self._stop.is_set() else CAUGHT_UP, 0)
+        except KappaError as exc:
+            self._end(FAILED, exit_code(exc), str(exc))
+        except Exception as exc:
+            log.exception("deployment %s failed", self.id)
+            self._end(FAILED, EXIT_CRASH, f"{type(exc).__name__}: {exc}")
+
+    def _end(self, state: str, code: int, error: str = "") -> None:
+        self.error = error
+        self.exit_code = code
+        self.ended_at = time.time()
+        self.state = state
