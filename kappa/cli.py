@@ -113,6 +113,12 @@ def build_parser() -> argparse.ArgumentParser:
     deploy.add_argument("pipeline")
     deploy.add_argument("--version", help="version to run (default: the declared one)")
     deploy.add_argument("--mode", choices=["continuous", "until_caught_up"], default="continuous")
+    deploy.add_argument(
+        "--forward-only",
+        action="store_true",
+        help="start from the live version's table and state instead of replaying the log "
+        "(refused unless the change is to the output alone; see `kappa versions PIPELINE`)",
+    )
     deploy.set_defaults(handler=_deploy)
 
     reset = sub.add_parser(
@@ -330,9 +336,10 @@ def _up(settings: Settings, args: argparse.Namespace) -> int:
 def _deploy(settings: Settings, args: argparse.Namespace) -> int:
     from kappa.deploy import deploy
 
-    run_id, version = deploy(settings, args.pipeline, args.version, args.mode)
+    run_id, version = deploy(settings, args.pipeline, args.version, args.mode, args.forward_only)
+    how = f"{args.mode}, forward-only" if args.forward_only else args.mode
     print(
-        f"launched {args.pipeline} {version} ({args.mode}) as run {run_id}: "
+        f"launched {args.pipeline} {version} ({how}) as run {run_id}: "
         f"http://{settings.dagster.host}:{settings.dagster.port}/runs/{run_id}"
     )
     return 0

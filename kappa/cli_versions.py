@@ -1,4 +1,5 @@
-"""`kappa` subcommands about versions: tables, history, promote, rollback, retire, diff."""
+"""`kappa` subcommands about versions: tables, versions, history, promote, rollback, retire,
+diff."""
 
 from __future__ import annotations
 
@@ -6,7 +7,9 @@ import argparse
 import datetime as dt
 import json
 import sys
+from collections.abc import Iterable
 
+from streaming.define.pipeline import Pipeline
 from streaming.define.registry import get_pipeline, pipeline_names
 from streaming.settings import Settings
 from streaming.versions.live_pointer import history
@@ -15,6 +18,16 @@ from streaming.versions.live_pointer import history
 def add_version_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     tables = sub.add_parser("tables", help="pipelines with their live and deployed versions")
     tables.set_defaults(handler=_tables)
+
+    versions = sub.add_parser(
+        "versions",
+        help="a pipeline's versions: role, forward-only start, and what a version not deployed "
+        "yet changes from the live one (category, reasons, cost of a full replay and of a "
+        "forward-only start)",
+    )
+    versions.add_argument("pipeline")
+    versions.add_argument("version", nargs="?", help="only this version, with its change")
+    versions.set_defaults(handler=_versions)
 
     log = sub.add_parser("history", help="the live-pointer switch log of a pipeline")
     log.add_argument("pipeline")
@@ -61,6 +74,50 @@ def _tables(settings: Settings, args: argparse.Namespace) -> int:
             f"other versions: {', '.join(described) or '-'}"
         )
     return 0
+
+
+def _versions(settings: Settings, args: argparse.Namespace) -> int:
+    from streaming.versions.overview import overview
+
+    pipeline = get_pipeline(settings.pipelines, args.pipeline)
+    view = overview(settings, pipeline.name)
+    print(f"{pipeline.name}: live {view.live_version or '-'}, declared {view.declared_version}")
+    rows = {v.version: v for v in view.versions}
+    shown = [*rows, *([] if view.declared_deployed else [view.declared_version])]
+    for version in [args.version] if args.version else shown:
+        row = rows.get(version)
+        if row is None:
+            declared = "declared, " if version == view.declared_version else ""
+            print(f"  {version:<10} {declared}not deployed")
+        else:
+            progress = "" if row.caught_up_pct is None else f", {row.caught_up_pct:.1f}% caught up"
+            running = ", running" if row.running else ""
+            start = f", forward-only from {row.forward_only_from}" if row.forward_only_from else ""
+            print(f"  {version:<10} {row.role}{running}{progress}{start}")
+        if version != view.live_version and (row is None or args.version):
+            for line in _change_lines(settings, pipeline, version, rows):
+                print(f"      {line}")
+    return 0
+
+
+def _change_lines(
+    settings: Settings, pipeline: Pipeline, version: str, deployed: Iterable[str]
+) -> list[str]:
+    """What ``version`` changes from the live one, with both costs at the rates the deployed
+    versions last reported to Dagster (the platform's figure when it does not answer)."""
+    from kappa.dagster_api import DagsterApi
+    from kappa.deployments import reported_rates
+    from kappa.errors import DagsterApiError
+    from streaming.versions.change import change_from_live
+
+    try:
+        rates = reported_rates(DagsterApi(settings, timeout_s=5), pipeline.name, deployed)
+    except DagsterApiError:
+        rates = ()
+    change = change_from_live(settings, pipeline, version, rates=rates)
+    if change is None:
+        return ["no live version to compare with"]
+    return change.lines()
 
 
 def _history(settings: Settings, args: argparse.Namespace) -> int:

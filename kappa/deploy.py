@@ -2,8 +2,9 @@
 
 The same run the UI starts when a version's partition of the table is materialized (or
 `deploy_<pipeline>` launched from the Launchpad): a Dagster run of the pipeline's deploy job on
-the version's partition, with the launch config the Launchpad shows (``mode``...). Dagster runs,
-watches and heals it from then on.
+the version's partition, with the launch config the Launchpad shows (``mode``, ``forward_only``
+...). Dagster runs, watches and heals it from then on. A forward-only start the version's change
+does not allow is refused here, before Dagster is asked.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from streaming.define.names import validate_version
 from streaming.define.registry import get_pipeline
 from streaming.run.options import LaunchOptions
 from streaming.settings import Settings
+from streaming.versions.change import forward_only_refusal
 
 MODES: tuple[str, ...] = get_args(LaunchOptions.model_fields["mode"].annotation)
 
@@ -72,18 +74,29 @@ def active_run_of(api: DagsterApi, pipeline: str, version: str) -> RunInfo | Non
     return None
 
 
-def deploy(settings: Settings, pipeline: str, version: str | None, mode: str) -> tuple[str, str]:
+def deploy(
+    settings: Settings,
+    pipeline: str,
+    version: str | None,
+    mode: str,
+    forward_only: bool = False,
+) -> tuple[str, str]:
     """Launch (pipeline, version) unless it runs already; returns (run id, version).
+    ``forward_only``: start it from the live version's table and state, refused here, before
+    anything is launched or written, unless its change from the live version allows it.
 
     Raises:
-        KappaError: unknown pipeline, bad version or mode, the deployment runs already, or
-            Dagster is down.
+        KappaError: unknown pipeline, bad version or mode, a forward-only start the change does
+            not allow, the deployment runs already, or Dagster is down.
     """
-    declared = get_pipeline(settings.pipelines, pipeline).version
-    chosen = validate_version(version or declared)
+    declared = get_pipeline(settings.pipelines, pipeline)
+    chosen = validate_version(version or declared.version)
     if mode not in MODES:
         msg = f"mode {mode!r} is invalid: use one of {', '.join(MODES)}"
         raise OperatorError(msg)
+    refusal = forward_only_refusal(settings, declared, chosen) if forward_only else ""
+    if refusal:
+        raise OperatorError(refusal)
     running = active_run_of(DagsterApi(settings), pipeline, chosen)
     if running is not None:
         msg = (
@@ -92,5 +105,8 @@ def deploy(settings: Settings, pipeline: str, version: str | None, mode: str) ->
         )
         raise OperatorError(msg)
     tags = {REASON_TAG: "kappa deploy"}
-    config = run_config(pipeline, {"mode": mode})
+    launch_options: dict[str, Any] = {"mode": mode}
+    if forward_only:
+        launch_options["forward_only"] = True
+    config = run_config(pipeline, launch_options)
     return launch(settings, pipeline, chosen, config, tags), chosen

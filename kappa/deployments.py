@@ -110,6 +110,17 @@ def latest_event(api: DagsterApi, pipeline: str, version: str | None = None) -> 
     return max(reports, key=lambda e: float(e["timestamp"]), default=None)
 
 
+def reported_rates(api: DagsterApi, pipeline: str, versions: Iterable[str]) -> tuple[float, ...]:
+    """The processed records per second each version last reported (those that did)."""
+    rates = []
+    for version in versions:
+        event = latest_event(api, pipeline, version)
+        rate = _entries(event).get("processed_rows_per_s") if event else None
+        if rate is not None:
+            rates.append(float(rate))
+    return tuple(rates)
+
+
 def progress_text(values: dict[str, Any]) -> str:
     """A version's catch-up progress, e.g. ``63.0% (ETA 41 s)``; empty when it is not behind."""
     if "catch_up_pct" not in values:

@@ -160,6 +160,8 @@ class ComparisonResult(Result):
         compared_at: when the comparison ran (ISO 8601, UTC).
         elapsed_s: its wall time in seconds.
         docs_index: the Data Docs index.html, when built; ``docs_page`` its validation page.
+        scope: which rows were compared when not all of them (e.g. only those a forward-only
+            version and the live one wrote after the cut it started from); empty: all.
     """
 
     table: str
@@ -179,6 +181,7 @@ class ComparisonResult(Result):
     elapsed_s: float
     docs_index: str | None = None
     docs_page: str | None = None
+    scope: str = ""
 
     def column(self, name: str) -> ColumnMatch:
         """The match statistics of one column.

@@ -147,6 +147,7 @@ def render_comparison(result: ComparisonResult) -> str:
         f"{pct(result.policy.min_column_match)}, declared changes: "
         f"{', '.join(sorted(result.policy.expected_changed_columns)) or '-'}, ignored: "
         f"{', '.join(sorted(result.policy.ignore_columns)) or '-'}",
+        *([f"compared: {result.scope}"] if result.scope else []),
         "",
     ]
     for section in (

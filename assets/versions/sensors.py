@@ -4,7 +4,9 @@
 state under the platform home) a partition of its table, so the UI can launch and show it; after
 a code-location reload, a pipeline whose declared version is neither live nor running is started
 as a candidate (``deploy_<pipeline>``, partition = that version) from the earliest offsets, next
-to the live version.
+to the live version. It reports on the declared version's partition what that version changes
+from the live one (category, reasons, whether it may start forward-only, the estimated time of
+a full replay and of a forward-only start), whenever that changes.
 
 ``candidate_sensor``: a candidate within reach of the live position gets a ``promote_version``
 run: compare at equal offsets (the blocking ``candidate_*`` checks), then promote (policy
@@ -38,7 +40,7 @@ from assets.resources import KappaSettings
 from assets.runs import run_state
 from assets.tables import table_key
 from assets.versions.jobs import promote_version
-from assets.versions.metadata import overview_metadata
+from assets.versions.metadata import change_metadata, declared_change, overview_metadata
 from streaming.dagster_names import (
     FINGERPRINT_TAG,
     LIVE_TAG,
@@ -49,8 +51,11 @@ from streaming.dagster_names import (
     deploy_op_name,
     versions_partitions_name,
 )
+from streaming.define.pipeline import Pipeline
 from streaming.define.registry import registry
+from streaming.errors import KappaError
 from streaming.settings import Settings
+from streaming.versions.change import VersionChange, change_from_live
 from streaming.versions.comparable import deployed_versions
 from streaming.versions.decisions import RunState, candidate_to_launch, comparison_to_run
 from streaming.versions.overview import overview
@@ -87,7 +92,12 @@ def new_version_sensor(deploy_jobs: Mapping[str, Any], interval_s: int) -> Senso
     def _sensor(context: SensorEvaluationContext, kappa: KappaSettings) -> SensorResult:
         settings = kappa.load()
         requests, reasons = [], []
+        cursor = json.loads(context.cursor) if context.cursor else {}
+        events = []
         for name, pipeline in sorted(registry(settings.pipelines).items()):
+            event = _change_observation(context, settings, pipeline, cursor)
+            if event is not None:
+                events.append(event)
             tags = {
                 PIPELINE_TAG: name,
                 VERSION_TAG: pipeline.version,
@@ -113,9 +123,44 @@ def new_version_sensor(deploy_jobs: Mapping[str, Any], interval_s: int) -> Senso
             run_requests=requests,
             dynamic_partitions_requests=version_partition_requests(context.instance, settings),
             skip_reason=None if requests else "; ".join(reasons),
+            cursor=json.dumps(cursor),
+            asset_events=events,
         )
 
     return _sensor
+
+
+def _change_observation(
+    context: SensorEvaluationContext,
+    settings: Settings,
+    pipeline: Pipeline,
+    cursor: dict[str, str],
+) -> AssetObservation | None:
+    """The declared version's change from the live one, on its partition, when it is a
+    partition already and what it says changed since the last report (``cursor``: per
+    pipeline, a digest of the last one)."""
+    key = table_key(pipeline.name)
+    if unregistered(context.instance, pipeline.name, [pipeline.version]):
+        return None  # reported at a later tick, once the partition is there
+    try:
+        change = declared_change(context.instance, key, settings, pipeline)
+    except KappaError as exc:
+        context.log.warning(f"{pipeline.name}: what {pipeline.version} changes is unknown: {exc}")
+        return None
+    if change is None:
+        return None
+    metadata = change_metadata(change)
+    # Reported again when the change does, or an estimate's leading digit moves (the log grows
+    # all the time: a report per tick would bury the others).
+    costs = change.costs
+    rough = "" if costs is None else f"{costs.full_replay_s:.1g} {costs.forward_only_s:.1g}"
+    shown = change.model_dump_json(exclude={"costs"}) + rough
+    digest = hashlib.sha256(shown.encode()).hexdigest()[:16]
+    if cursor.get(pipeline.name) == digest:
+        return None
+    cursor[pipeline.name] = digest
+    context.log.info(f"{pipeline.name} {pipeline.version}: {change.summary()}")
+    return AssetObservation(asset_key=key, partition=pipeline.version, metadata=metadata)
 
 
 def candidate_sensor(interval_s: int) -> SensorDefinition:
@@ -135,7 +180,7 @@ def _candidates(context: SensorEvaluationContext, kappa: KappaSettings) -> Senso
     cursor = json.loads(context.cursor) if context.cursor else {}
     requests, reasons, events = [], [], []
     for name, pipeline in sorted(registry(settings.pipelines).items()):
-        view = overview(settings, name)
+        view = overview(settings, name, _change_or_none(context, settings, pipeline))
         metadata = overview_metadata(view)
         digest = hashlib.sha256(repr(sorted(metadata.items())).encode()).hexdigest()[:16]
         if view.live_version and cursor.get(name) != digest:
@@ -172,6 +217,17 @@ def _candidates(context: SensorEvaluationContext, kappa: KappaSettings) -> Senso
         cursor=json.dumps(cursor),
         asset_events=events,
     )
+
+
+def _change_or_none(
+    context: SensorEvaluationContext, settings: Settings, pipeline: Pipeline
+) -> VersionChange | None:
+    """The declared version's change from the live one, for the overview (without costs)."""
+    try:
+        return change_from_live(settings, pipeline)
+    except KappaError as exc:
+        context.log.warning(f"{pipeline.name}: what {pipeline.version} changes is unknown: {exc}")
+        return None
 
 
 def _comparison_runs(

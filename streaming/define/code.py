@@ -5,8 +5,9 @@ The project is the package of the declaring module and whatever else is neither 
 site-packages): the demo's ``pipelines`` package or a user's own. The modules are found by
 reading their import statements (those inside functions too) and following them, parent packages
 included (importing ``a.b`` runs ``a/__init__.py``), so what the pipeline runs is known without
-running it. The fingerprint covers these sources, and a deployment pins them
-(``streaming.deployment.code_pin``).
+running it. The fingerprint covers these modules by their syntax trees
+(``streaming.define.syntax``: comments, docstrings and layout left out), and a deployment pins
+their sources (``streaming.deployment.code_pin``).
 """
 
 from __future__ import annotations
@@ -16,9 +17,13 @@ import hashlib
 import importlib.util
 import site
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from types import ModuleType
+
+from streaming.define.syntax import tree_digest
 
 PLATFORM_PACKAGES = frozenset({"streaming", "quality", "assets", "kappa"})
 
@@ -39,7 +44,14 @@ class SourceFile:
 
     @property
     def sha256(self) -> str:
+        """Of the file's bytes (what the pin copies)."""
         return hashlib.sha256(self.source.encode()).hexdigest()
+
+    @cached_property
+    def tree(self) -> str:
+        """Of what the file means: its syntax tree without docstrings (comments, docstrings and
+        formatting change nothing)."""
+        return tree_digest(self.source)
 
 
 @dataclass(frozen=True)
@@ -50,13 +62,22 @@ class PipelineCode:
     files: tuple[SourceFile, ...]
 
     def digest(self) -> str:
-        lines = [f"{f.module} {f.sha256}" for f in sorted(self.files, key=lambda f: f.module)]
+        """Of what the modules mean (their trees): a cosmetic edit leaves it as it was."""
+        return self._digest(lambda f: f.tree)
+
+    def source_digest(self) -> str:
+        """Of the modules' bytes."""
+        return self._digest(lambda f: f.sha256)
+
+    def _digest(self, of: Callable[[SourceFile], str]) -> str:
+        lines = [f"{f.module} {of(f)}" for f in sorted(self.files, key=lambda f: f.module)]
         return hashlib.sha256("\n".join(lines).encode()).hexdigest()
 
     def changed_files(self, other: PipelineCode) -> list[str]:
-        """The paths of the files that differ from ``other``'s, or that only one of them has."""
-        mine = {f.path: f.sha256 for f in self.files}
-        theirs = {f.path: f.sha256 for f in other.files}
+        """The paths of the files whose trees differ from ``other``'s, or that only one of them
+        has (a file edited only in its comments, docstrings or layout is not one)."""
+        mine = {f.path: f.tree for f in self.files}
+        theirs = {f.path: f.tree for f in other.files}
         return sorted(p for p in mine.keys() | theirs.keys() if mine.get(p) != theirs.get(p))
 
 

@@ -1,10 +1,11 @@
 """A pipeline's fingerprint: a hash of everything that shapes its output.
 
 For a plan: its description (inputs, operator, expressions), the table schema and settings. Else
-the transform's source code, the value schema and required fields, whether tombstones are
+the transform's code (its syntax tree), the value schema and required fields, whether tombstones are
 accepted, the table kind and schema, the pipeline's settings and its topics. For a pipeline
 declared in a module, also the source of that module and of every project module it imports
-(``streaming.define.code``): a helper or topic edited elsewhere changes the fingerprint too.
+(``streaming.define.code``), by their syntax trees: a helper or topic edited elsewhere changes
+the fingerprint too, a comment, docstring or reformat changes nothing.
 Every commit records the fingerprint it was built with, so a code change made without a new
 version shows.
 """
@@ -12,9 +13,10 @@ version shows.
 from __future__ import annotations
 
 import hashlib
-import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
+
+from streaming.define.syntax import function_source
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -58,7 +60,7 @@ def fingerprint(pipeline: Fingerprinted) -> str:
     if pipeline.plan is not None:
         parts = [*modules, pipeline.plan.describe(), pipeline.table_schema.to_string(), settings]
     else:
-        source = "" if pipeline.transform is None else inspect.getsource(pipeline.transform)
+        source = "" if pipeline.transform is None else function_source(pipeline.transform)
         parts = [
             *modules,
             source,

@@ -8,11 +8,17 @@ a metadata line, then one JSON object per source; this platform's sources give
 Beside Spark's files the platform keeps ``kappa-start.json``: the offsets a fresh query starts
 from, resolved once (``earliest`` and ``latest`` move), so the first batch's start is the same
 however often the query restarts before it commits.
+
+A forward-only version's checkpoint continues another's (:meth:`SparkCheckpoint.continue_from`):
+it holds that query's offsets of one batch (and of the batch before, which Spark reads to
+resume) and a commit of it, so Spark resumes with the next batch id from that batch's end
+offsets, and the batch ids of the table and the state stores it copied go on in order.
 """
 
 from __future__ import annotations
 
 import json
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +27,8 @@ from streaming.atomic_file import write_atomically
 from streaming.kafka import offsets as off
 
 START_FILE = "kappa-start.json"
+# What Spark's commit log holds for a batch of a query without watermarks.
+_COMMIT = 'v1\n{"nextBatchWatermarkMs":0}'
 
 
 @dataclass(frozen=True)
@@ -73,6 +81,28 @@ class SparkCheckpoint:
     def record_start(self, offsets: off.OffsetMap) -> None:
         """Record where a fresh query starts (before Spark plans its first batch)."""
         write_atomically(self.path / START_FILE, off.dumps(offsets))
+
+    def continue_from(self, source: SparkCheckpoint, batch_id: int) -> None:
+        """Make this (empty) checkpoint resume after ``source``'s batch ``batch_id``: a query id
+        of its own, the batch's offsets, those of the batch before and a commit of it, copied;
+        its end offsets are recorded as this query's start.
+
+        Raises:
+            FileNotFoundError: ``source`` no longer holds the batch's offsets.
+        """
+        # A query of its own (Spark refuses offsets without the query's metadata, and two
+        # queries of one id cannot run side by side).
+        write_atomically(self.path / "metadata", json.dumps({"id": str(uuid.uuid4())}))
+        batches = [batch_id - 1, batch_id] if batch_id > 0 else [batch_id]
+        for batch in batches:
+            text = (source.path / "offsets" / str(batch)).read_text()
+            write_atomically(self.path / "offsets" / str(batch), text)
+        try:
+            commit = (source.path / "commits" / str(batch_id)).read_text()
+        except FileNotFoundError:  # the source died between its table's commit and Spark's
+            commit = _COMMIT
+        write_atomically(self.path / "commits" / str(batch_id), commit)
+        self.record_start(off.from_spark(source.batch_end_offsets(batch_id)))
 
     def planned_at(self, batch_id: int) -> float:
         """When Spark planned ``batch_id`` (wrote its offsets), as a Unix time."""

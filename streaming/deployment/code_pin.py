@@ -2,11 +2,13 @@
 
 The first start of (pipeline, version) copies the pipeline's code, the module that declares it
 and every project module it imports (``streaming.define.code``), into the deployment's pin folder
-``code/<pipeline>__<version>/``, with ``pin.json`` listing the modules, their hashes and the
-fingerprint. That start and every later one (a crash restart, a retry, a rollback target
-brought back up) run the copies. So editing a pipeline, or a module it imports such as the
+``code/<pipeline>__<version>/``, with ``pin.json`` listing the modules, their hashes (of the
+bytes, and of the syntax tree the fingerprint covers) and the fingerprint. That start and every
+later one (a crash restart, a retry, a rollback target brought back up) run the copies. So
+editing a pipeline, or a module it imports such as the
 topics it reads, changes no running version: the change needs a new version to be deployed, and
-the declared version running code that differs from its pin is reported, naming the files.
+the declared version running code that means something else than its pin is reported, naming
+the files (a change of comments, docstrings or layout is none).
 
 The copies are imported under their own names while the pin loads (their imports of each other
 resolve to the copies, not to the files on disk now), then kept in ``sys.modules`` under a name
@@ -23,6 +25,7 @@ import importlib.abc
 import importlib.util
 import json
 import sys
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib.machinery import ModuleSpec
@@ -97,7 +100,9 @@ def write_manifest(folder: Path, code: PipelineCode, fingerprint: str) -> None:
     manifest = {
         "module": code.root,
         "fingerprint": fingerprint,
-        "files": {f.module: {"path": f.path, "sha256": f.sha256} for f in code.files},
+        "files": {
+            f.module: {"path": f.path, "sha256": f.sha256, "tree": f.tree} for f in code.files
+        },
     }
     write_atomically(folder / PIN_MANIFEST, json.dumps(manifest, indent=1, sort_keys=True))
 
@@ -116,12 +121,13 @@ def _load(deployment: Deployment, code: PipelineCode) -> Pipeline:
     folder = deployment.code_pin_path
     # One set of modules per pin folder and content (several homes can pin the same deployment in
     # one process, and a retired version's name can be pinned again with other code).
-    key = f"{folder.resolve()}\n{code.digest()}"
+    key = f"{folder.resolve()}\n{code.source_digest()}"
     digest = hashlib.sha256(key.encode()).hexdigest()[:12]
     prefix = f"kappa_pinned_{deployment.pipeline}_{digest}"
-    root = sys.modules.get(f"{prefix}.{code.root}")
-    if root is None:
-        root = _import_pinned(folder, code, prefix, deployment)
+    with _IMPORTING:  # importing swaps modules in sys.modules: one pin at a time
+        root = sys.modules.get(f"{prefix}.{code.root}")
+        if root is None:
+            root = _import_pinned(folder, code, prefix, deployment)
     pipeline = getattr(root, "PIPELINE", None)
     if not isinstance(pipeline, Pipeline) or pipeline.name != deployment.pipeline:
         msg = f"{folder} does not define PIPELINE for {deployment.pipeline}"
@@ -164,6 +170,7 @@ def _import_pinned(
 
 
 _UNBOUND = object()
+_IMPORTING = threading.Lock()
 
 
 def _parent_bindings(names: Sequence[str]) -> dict[tuple[str, str], object]:

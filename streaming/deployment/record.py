@@ -15,6 +15,8 @@ code pin, see ``streaming.deployment.code_pin``). Every file it owns is named af
 ``locks/<id>.lock``                            held while it runs
 ``code/<id>/``                                 its pinned code: the modules it runs
 ``alignment/<id>.json``                        how far a non-live version may read
+``forward_only/<id>.json``                     a forward-only version's start: the live
+                                               version and cut it was copied from
 ``logs/<id>.log``                              its process's output when Dagster runs it
 ``quality/validations/<id>.json``              its latest quality suite result
 ``quality/docs/<id>/``                         that result's Data Docs
@@ -113,6 +115,7 @@ DEAD_LETTERS = Place(("dead_letters",))
 LOCK = Place(("locks",), ".lock")
 CODE_PIN = Place(("code",))
 ALIGNMENT = Place(("alignment",), ".json")
+FORWARD_ONLY = Place(("forward_only",), ".json")
 LOG = Place(("logs",), ".log")
 VALIDATION = Place(("quality", "validations"), ".json")
 VALIDATION_DOCS = Place(("quality", "docs"))
@@ -127,6 +130,7 @@ OWNED = (
     LOCK,
     CODE_PIN,
     ALIGNMENT,
+    FORWARD_ONLY,
     LOG,
     VALIDATION,
     VALIDATION_DOCS,
@@ -191,6 +195,8 @@ class Deployment:
     lock_path = LOCK
     code_pin_path = CODE_PIN  # the code it runs (streaming.deployment.code_pin)
     alignment_path = ALIGNMENT  # how far a non-live version reads (streaming.versions.alignment)
+    # Where a forward-only version started from (streaming.versions.forward_only).
+    forward_only_path = FORWARD_ONLY
     log_path = LOG
     validation_path = VALIDATION  # its latest quality suite result (streaming.table_quality)
     validation_docs_path = VALIDATION_DOCS

@@ -7,8 +7,10 @@ a few milliseconds wide, so a test that aims at it from outside misses it on a b
 ``KAPPA_CRASH_AT=<point>:<batch>`` makes the driver SIGKILL its process group (the JVM and the
 Python workers with it, when the driver leads its group) the first time batch ``<batch>`` or a
 later one reaches ``<point>``: the same death as ``kill -9``, at a known place. Unset, nothing
-happens. The one point is ``published``: a batch that sent records to its published topic has
-committed them there, with its position, and the table has not committed the batch yet.
+happens. The points: ``published``: a batch that sent records to its published topic has
+committed them there, with its position, and the table has not committed the batch yet;
+``forward_copy``: a forward-only start's copy of the live version has done that step
+(``streaming.run.forward_start``; the "batch" is the step, 1 to 5).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import signal
 
 from streaming.settings import CRASH_AT_ENV, crash_request
 
-POINTS = frozenset({"published"})
+POINTS = frozenset({"published", "forward_copy"})
 
 
 def crash_point(point: str, batch_id: int) -> None:

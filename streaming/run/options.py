@@ -57,6 +57,13 @@ class LaunchOptions(BaseModel):
         description="start a new deployment at the first records at or after this time (epoch ms)",
         json_schema_extra=_flag("--starting-timestamp"),
     )
+    forward_only: bool = Field(
+        default=False,
+        description="start a new version from the live version's table and state at its latest "
+        "commit instead of replaying the log (only for a change of the output alone; see `kappa "
+        "versions`); a restart of a version that started so resumes it",
+        json_schema_extra=_flag("--forward-only"),
+    )
     force_replay: bool = Field(
         default=False,
         description="replay from the earliest offsets even if retention removed the log's start",

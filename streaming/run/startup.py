@@ -2,7 +2,10 @@
 
 It resolves the code the deployment runs (its pin), checks the broker and the log (a stateful
 pipeline's topics must keep every record), applies the version options (``--until-live``, the
-replay guard), takes the deployment's lock and makes a pipeline's first deployment live. The
+replay guard, ``--forward-only``: refused, leaving nothing written, unless the change from the
+live version allows it), takes the deployment's lock, copies a forward-only version's table and
+state from the live version (``streaming.run.forward_start``) and makes a pipeline's first
+deployment live. The
 same start-up serves a deployment in its own process (``python -m streaming run``) and one
 hosted by the engine (``streaming.engine``), which starts many in one process: pins load one at
 a time there, because loading a pin swaps modules in ``sys.modules`` for a moment.
@@ -10,6 +13,7 @@ a time there, because loading a pin swaps modules in ``sys.modules`` for a momen
 
 from __future__ import annotations
 
+import shutil
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,10 +24,13 @@ from streaming.define.registry import get_pipeline
 from streaming.deployment import Deployment
 from streaming.deployment.code_pin import pinned_pipeline
 from streaming.deployment.lock import DeploymentLock
-from streaming.errors import RunError
+from streaming.deployment.record import PIN_MANIFEST
+from streaming.errors import KappaError, RunError
+from streaming.run.forward_start import start_forward_only
 from streaming.run.options import RunOptions
 from streaming.run.reporting import Reporter
 from streaming.settings import Settings
+from streaming.versions.change import forward_only_refusal
 from streaming.versions.live_pointer import claim_first
 
 _PINS = threading.Lock()
@@ -55,7 +62,18 @@ def started_deployment(
     """
     with _PINS:
         declared = get_pipeline(settings.pipelines, pipeline_name)
+        pin = Deployment(declared.name, version or declared.version, settings.home).code_pin_path
+        first_start = not (pin / PIN_MANIFEST).exists()
         pinned = pinned_pipeline(settings.home, declared, version)
+        if options.forward_only:
+            # Checked against the code just pinned (a long-lived process's registry may hold
+            # an older module); a refused first start leaves no pin behind.
+            try:
+                _check_forward_only(settings, declared, pinned.pipeline.version, options)
+            except KappaError:
+                if first_start:
+                    shutil.rmtree(pin, ignore_errors=True)
+                raise
     pipeline = pinned.pipeline
     deployment = Deployment(pipeline.name, pipeline.version, settings.home)
     _check_broker(settings, pipeline)
@@ -65,6 +83,8 @@ def started_deployment(
     try:
         if pinned.warning:
             reporter.warning(pinned.warning)
+        if options.forward_only:
+            start_forward_only(settings, pipeline, deployment)
         claim_first(settings.home, pipeline.name, deployment.version, "first deployment")
         yield StartedDeployment(pipeline, deployment, options)
     finally:
@@ -80,7 +100,7 @@ def _resolve_versions(
     from streaming.kafka.history import check_log_has_beginning
     from streaming.versions.live_pointer import live_version
 
-    fresh = not deployment.checkpoint.started
+    fresh = not deployment.checkpoint.started and not options.forward_only
     if fresh and options.starting_timestamp_ms is not None:
         from streaming.kafka.start_position import offsets_at_timestamp
 
@@ -100,6 +120,29 @@ def _resolve_versions(
         raise RunError(msg)
     update = {"mode": "until_caught_up", "ending_offsets": off.dumps(ending)}
     return options.model_copy(update=update)
+
+
+def _check_forward_only(
+    settings: Settings, declared: Pipeline, version: str, options: RunOptions
+) -> None:
+    """A forward-only start is allowed for this version's change from the live one."""
+    chosen = [
+        name
+        for name, given in (
+            ("starting_offsets", options.starting_offsets != "earliest"),
+            ("starting_timestamp_ms", options.starting_timestamp_ms is not None),
+        )
+        if given
+    ]
+    if chosen:
+        msg = (
+            f"forward_only starts where the live version's table is; leave {' and '.join(chosen)} "
+            "out"
+        )
+        raise RunError(msg)
+    refusal = forward_only_refusal(settings, declared, version)
+    if refusal:
+        raise RunError(refusal)
 
 
 def _check_broker(settings: Settings, pipeline: Pipeline) -> None:

@@ -218,6 +218,21 @@ class StateStore:
         self._changelogs = 0
         self._garbage = True
 
+    def seed(self, batch_id: int, state: State) -> int:
+        """Start this empty store at ``batch_id`` with ``state`` (another store's state after
+        that batch, :func:`copy_state`), as one snapshot; returns its bytes.
+
+        Raises:
+            StateStoreError: the store holds files already.
+        """
+        if any(self._files().values()):
+            msg = "only an empty store is seeded; it holds state files already"
+            raise StateStoreError(msg)
+        header = {"kind": "snapshot", "batch": batch_id}
+        data = encode(Bundle(dict(state), header), self.compression)
+        self.directory.write(_file("snapshot", batch_id), data)
+        return len(data)
+
     def collect_garbage(self, committed_batch: int) -> int:
         """Delete files no load at or after ``committed_batch`` needs; returns how many.
 
@@ -249,6 +264,23 @@ class StateStore:
     def header(self, name: str) -> dict[str, object]:
         """The header of one state file (for inspection and tests)."""
         return decode_header(self.directory.read(name))
+
+
+def copy_state(
+    source: str | Path | StateDirectory, target: str | Path | StateDirectory, batch_id: int
+) -> int:
+    """Copy the state after ``batch_id`` from one store into a new, empty one, where it is the
+    state after the same batch; returns the bytes written.
+
+    Raises:
+        StateStoreError: the source cannot give that state (its files were collected).
+    """
+    try:
+        state = StateStore(source).load(batch_id)
+    except FileNotFoundError as exc:  # collected between listing and reading
+        msg = f"the state after batch {batch_id} is gone from {source}: {exc}"
+        raise StateStoreError(msg) from None
+    return StateStore(target).seed(batch_id, state)
 
 
 def _replay(state: dict[str, pa.Table], chain: list[Bundle]) -> dict[str, pa.Table]:

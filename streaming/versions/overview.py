@@ -1,5 +1,7 @@
-"""One pipeline's versions at a glance: live, candidates and their progress, the last
-comparison, the switch history. Shown as asset metadata in Dagster and by ``kappa tables``."""
+"""One pipeline's versions at a glance: live, candidates and their progress, which started
+forward-only and from which cut, the last comparison, the switch history, and what the declared
+version changes when it is not the live one. Shown as asset metadata in Dagster and by ``kappa
+tables`` and ``kappa versions``."""
 
 from __future__ import annotations
 
@@ -12,6 +14,8 @@ from streaming.delta.table_reader import last_end_offsets
 from streaming.deployment import Deployment
 from streaming.settings import Settings
 from streaming.versions.alignment import progress
+from streaming.versions.change import VersionChange
+from streaming.versions.forward_only import read_start
 from streaming.versions.live_pointer import Switch
 from streaming.versions.promotion import comparison_offsets
 from streaming.versions.state import Role, pipeline_versions
@@ -27,6 +31,7 @@ class VersionRow:
     behind_live: int | None
     caught_up_pct: float | None
     comparison: dict[str, Any] | None = None  # the last comparison with the live version
+    forward_only_from: str = ""  # the cut it started from, when it started forward-only
 
 
 @dataclass(frozen=True)
@@ -36,6 +41,8 @@ class Overview:
     live_version: str | None
     versions: tuple[VersionRow, ...]
     history: tuple[Switch, ...] = field(default_factory=tuple)
+    # The declared version's change from the live one (when asked for, and it is not live).
+    change: VersionChange | None = None
 
     @property
     def candidates(self) -> list[VersionRow]:
@@ -54,17 +61,32 @@ class Overview:
         at = str(comparison.get("compared_at", ""))[:19].replace("T", " ")
         return f"{row.version} vs live {self.live_version}, {at} UTC: {outcome}{why}"
 
+    @property
+    def declared_deployed(self) -> bool:
+        return any(v.version == self.declared_version for v in self.versions)
+
     def markdown(self) -> str:
-        rows = ["| version | role | running | behind live | caught up | last comparison |"]
-        rows.append("|---|---|---|---|---|---|")
+        rows = [
+            "| version | role | running | behind live | caught up | started | last comparison |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for v in self.versions:
+            started = f"forward-only from {v.forward_only_from}" if v.forward_only_from else ""
             rows.append(
                 f"| {v.version} | {v.role} | {'yes' if v.running else 'no'} | "
                 f"{'' if v.behind_live is None else v.behind_live} | "
                 f"{'' if v.caught_up_pct is None else f'{v.caught_up_pct:.1f}%'} | "
-                f"{_comparison_text(v.comparison)} |"
+                f"{started} | {_comparison_text(v.comparison)} |"
             )
+        if not self.declared_deployed:
+            rows.append(f"| {self.declared_version} | declared, not deployed | no |  |  |  |  |")
         return "\n".join(rows)
+
+    def change_markdown(self) -> str:
+        """The declared version's change from the live one, as a list ("" when none is known)."""
+        if self.change is None:
+            return ""
+        return "\n".join(f"- {line.strip().removeprefix('- ')}" for line in self.change.lines())
 
     def history_markdown(self, last: int = 10) -> str:
         rows = ["| at (UTC) | from | to | reason | comparison | by |", "|---|---|---|---|---|---|"]
@@ -86,7 +108,11 @@ def _comparison_text(comparison: dict[str, Any] | None) -> str:
     return "FAILED: " + "; ".join(str(f) for f in failures)[:200].replace("|", "/")
 
 
-def overview(settings: Settings, pipeline_name: str) -> Overview:
+def overview(
+    settings: Settings, pipeline_name: str, change: VersionChange | None = None
+) -> Overview:
+    """The pipeline's versions now; ``change``: the declared version's change from the live
+    one, when the caller has it (``streaming.versions.change``)."""
     pipeline = get_pipeline(settings.pipelines, pipeline_name)
     home = settings.home
     versions = pipeline_versions(settings, pipeline.name)
@@ -109,9 +135,19 @@ def overview(settings: Settings, pipeline_name: str) -> Overview:
                 behind_live=behind,
                 caught_up_pct=pct,
                 comparison=_last_comparison(settings, pipeline.name, live, version),
+                forward_only_from=_forward_only_from(deployment),
             )
         )
-    return Overview(pipeline.name, pipeline.version, live, tuple(rows), versions.switches)
+    return Overview(
+        pipeline.name, pipeline.version, live, tuple(rows), versions.switches, change=change
+    )
+
+
+def _forward_only_from(deployment: Deployment) -> str:
+    start = read_start(deployment)
+    if start is None:
+        return ""
+    return start.cut.describe() + ("" if start.complete else " (copy not complete)")
 
 
 def _last_comparison(

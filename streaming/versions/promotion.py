@@ -1,4 +1,8 @@
-"""Promotion and rollback: switching a pipeline's live version, gated by an exact comparison."""
+"""Promotion and rollback: switching a pipeline's live version, gated by an exact comparison.
+
+A forward-only candidate is compared on the rows written after the cut it started from
+(``streaming.versions.after_cut``): the rows before it are the live version's own.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +17,9 @@ from streaming.errors import VersionError
 from streaming.kafka import offsets as off
 from streaming.settings import Settings
 from streaming.spark.session import SparkProvider, session_provider
+from streaming.versions.after_cut import rows_after_cut
 from streaming.versions.comparable import comparable_pair
+from streaming.versions.forward_only import completed_start
 from streaming.versions.live_pointer import Switch, history, live_version, switch
 from streaming.wait import wait_until
 
@@ -108,9 +114,17 @@ def compare_versions(
         )
         raise PromotionBlockedError(msg)
     session = (spark or session_provider(settings))()
+    old_rows = read_spark(session, old.table_path, pair.live_table_version)
+    new_rows = read_spark(session, new.table_path, pair.candidate_table_version)
+    scope = ""
+    start = completed_start(new)
+    if start is not None and start.cut.version == old.version:
+        # A forward-only candidate: the rows before its cut are the live version's own.
+        keys = pipeline.table.keys
+        old_rows, new_rows, scope = rows_after_cut(session, new, start, old_rows, new_rows, keys)
     result = compare_tables(
-        read_spark(session, old.table_path, pair.live_table_version),
-        read_spark(session, new.table_path, pair.candidate_table_version),
+        old_rows,
+        new_rows,
         pipeline.table.keys,
         pipeline.comparison,
         table=pipeline.name,
@@ -118,6 +132,8 @@ def compare_versions(
         new_name=new_version,
         docs_dir=old.comparison_with(new).docs_path,
     )
+    if scope:
+        result = result.model_copy(update={"scope": scope})
     save_result(old.comparison_with(new).result_path, result)
     where = {
         "offsets": off.to_spark(pair.offsets),

@@ -9,6 +9,7 @@ import dataclasses
 import os
 import uuid
 
+import pyarrow.compute as pc
 import pytest
 from dagster import DagsterInstance, DagsterRun, DagsterRunStatus, build_sensor_context
 
@@ -18,6 +19,7 @@ from assets.resources import KappaSettings
 from kappa.testing.producing import customer_changes, send
 from streaming.define.registry import get_pipeline, registry
 from streaming.deployment import Deployment
+from streaming.deployment.code_pin import pinned_pipeline
 from streaming.deployment.lock import DeploymentLock
 from streaming.versions.live_pointer import claim_first, switch
 from streaming.versions.overview import overview
@@ -170,8 +172,8 @@ def test_a_rollback_landing_mid_evaluation_does_not_promote_the_candidate_again(
     )
     switch(settings.home, "customers", "v2", "promote")
 
-    def overview_then_rollback(settings, name):  # type: ignore[no-untyped-def]
-        view = overview(settings, name)  # the sensor has read the versions: v2 is live
+    def overview_then_rollback(settings, name, change=None):  # type: ignore[no-untyped-def]
+        view = overview(settings, name, change)  # the sensor has read the versions: v2 is live
         if name == "customers":
             switch(settings.home, name, "v1", "rollback")
         return view
@@ -179,3 +181,33 @@ def test_a_rollback_landing_mid_evaluation_does_not_promote_the_candidate_again(
     monkeypatch.setattr(version_sensors, "overview", overview_then_rollback)
     result = sensor(build_sensor_context(instance=instance, resources=env))
     assert [r for r in result.run_requests if r.tags["kappa/pipeline"] == "customers"] == []
+
+
+def test_the_declared_versions_change_is_reported_on_its_partition(
+    settings, broker, env, monkeypatch
+):
+    instance = DagsterInstance.ephemeral()
+    send(settings, customer_changes(20, seed=4))
+    commit_customers(settings, "v1", {0: 1})
+    claim_first(settings.home, "customers", "v1", "first deployment")
+    v1 = get_pipeline(settings.pipelines, "customers")
+    pinned_pipeline(settings.home, v1, "v1")  # the live version's code, as its first start pins it
+    v2 = dataclasses.replace(v1, version="v2", plan=v1.plan.where(pc.field("country") != "XX"))
+    monkeypatch.setitem(registry(settings.pipelines), "customers", v2)
+    instance.add_dynamic_partitions("customers_versions", ["v1", "v2"])
+    sensor = _sensor("new_version_sensor")
+
+    result = sensor(build_sensor_context(instance=instance, resources=env))
+    [event] = [e for e in result.asset_events if e.partition == "v2"]
+    shown = {k: getattr(v, "value", v) for k, v in event.metadata.items()}
+    assert shown["change_category"] == "output"
+    assert shown["change_from_live"] == "v1 -> v2: output"
+    assert 'the filter None -> (country != "XX")' in shown["change_reasons"]
+    assert shown["forward_only_allowed"] is True
+    assert shown["full_replay_estimate_s"] >= 0 and shown["forward_only_estimate_s"] >= 0
+    again = sensor(build_sensor_context(instance=instance, resources=env, cursor=result.cursor))
+    assert again.asset_events == []  # the same change is not reported again
+
+    candidates = _sensor("candidate_sensor")(build_sensor_context(instance=instance, resources=env))
+    [view] = [e for e in candidates.asset_events if e.partition == "v1"]
+    assert view.metadata["declared_change"].value.startswith("output: the filter")

@@ -18,6 +18,7 @@ DERIVED = [
     "code",
     "live",
     "alignment",
+    "forward_only",
     "quality",
     "cuts",
 ]

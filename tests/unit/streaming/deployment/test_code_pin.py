@@ -4,6 +4,7 @@ the edit, and the warning names the edited file."""
 
 from __future__ import annotations
 
+import ast
 import importlib
 import sys
 from collections.abc import Iterator
@@ -14,6 +15,7 @@ import pytest
 from streaming.deployment import Deployment
 from streaming.deployment.code_pin import pinned_pipeline
 from streaming.home import Home
+from streaming.settings import REPO_ROOT
 
 TOPICS = """
 from streaming.define import Topic
@@ -107,3 +109,57 @@ def test_an_edit_of_an_imported_module_alone_changes_the_fingerprint(package: Pa
     topics.write_text(topics.read_text() + "\nHELPER = 1  # not used by the plan\n")
 
     assert _declared(package).fingerprint != before
+
+
+DEMO_READER = '''"""Customers, as a table."""
+from {package}.topics import CUSTOMERS
+from streaming.define import Pipeline
+
+PIPELINE = Pipeline(name="orders", version="v1", plan=CUSTOMERS.table().rows())
+
+
+def describe() -> str:
+    return "customers"
+'''
+
+
+def _cosmetic(source: str) -> str:
+    """The same code reworded and reformatted: another module docstring, new comments and
+    docstrings, every statement laid out anew (``ast.unparse``)."""
+    tree = ast.parse(source)
+    body = tree.body[1:] if ast.get_docstring(tree) else tree.body
+    lines = ast.unparse(ast.Module(body=body, type_ignores=[])).splitlines()
+    laid_out = "\n".join(
+        line + ("  # a new comment" if line.endswith(")") else "") for line in lines
+    ).replace("-> str:", '-> str:\n    """A new docstring."""')
+    return f'"""Reworded."""\n# A comment that was not there.\n{laid_out}\n'
+
+
+def test_comments_docstrings_and_layout_change_neither_the_fingerprint_nor_the_pin(
+    package: Path, tmp_path: Path
+) -> None:
+    home = Home(tmp_path / "home")
+    (package / "topics.py").write_text((REPO_ROOT / "pipelines" / "topics.py").read_text())
+    (package / "orders.py").write_text(DEMO_READER.format(package=package.name))
+    first = _declared(package)
+    fingerprint = first.fingerprint  # of the code on disk when it is first asked for
+    pinned = pinned_pipeline(home, first, None)
+
+    for module in ("topics.py", "orders.py"):
+        before = (package / module).read_text()
+        (package / module).write_text(_cosmetic(before))
+        assert (package / module).read_text() != before
+    cosmetic = _declared(package)
+    assert cosmetic.fingerprint == fingerprint == pinned.pipeline.fingerprint
+    assert cosmetic.project_code is not None and pinned.pipeline.project_code is not None
+    assert cosmetic.project_code.changed_files(pinned.pipeline.project_code) == []
+    assert pinned_pipeline(home, cosmetic, None).warning == ""
+
+    # A real edit still drifts, and names only the file whose tree changed.
+    orders = package / "orders.py"
+    orders.write_text(orders.read_text().replace("return 'customers'", "return 'people'"))
+    edited = _declared(package)
+    assert edited.fingerprint != fingerprint
+    warning = pinned_pipeline(home, edited, None).warning
+    assert f"{package.name}/orders.py changed" in warning
+    assert f"{package.name}/topics.py" not in warning

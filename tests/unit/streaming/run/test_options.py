@@ -82,3 +82,11 @@ def test_a_launch_config_becomes_the_job_flags(tmp_path):
     assert argv[argv.index("run") :][:5] == ["run", "customers", "--pipes", "--version", "v3"]
     again = from_flags(_parse(*argv[argv.index("v3") + 1 :]))
     assert again.until_caught_up and again.starting_offsets == "latest"
+    assert not again.forward_only
+
+
+def test_forward_only_is_a_launch_option_and_a_flag():
+    config = StreamingRunConfig(forward_only=True)
+    options = LaunchOptions.model_validate(config.model_dump())
+    assert to_flags(options) == ["--forward-only"]
+    assert from_flags(_parse("--forward-only")).forward_only

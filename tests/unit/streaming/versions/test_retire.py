@@ -19,6 +19,7 @@ SHARED_FOLDERS = {
     "checkpoints",
     "code",
     "dead_letters",
+    "forward_only",
     "logs",
     "quality",
     "quality/comparisons",
@@ -49,6 +50,8 @@ def test_retire_leaves_no_file_of_the_version_behind(tmp_path: Path) -> None:
     old.log_path.write_text("its process's output")
     old.validation_path.parent.mkdir(parents=True)
     old.validation_path.write_text("{}")
+    old.forward_only_path.parent.mkdir(parents=True)
+    old.forward_only_path.write_text("{}")  # it started forward-only
     for comparison in (kept.comparison_with(old), old.comparison_with(kept)):
         for path in comparison.paths():
             path.parent.mkdir(parents=True, exist_ok=True)
