@@ -22,6 +22,7 @@ from streaming.dagster_names import (
 )
 from streaming.deployment import Deployment
 from streaming.deployment.lock import DeploymentLock
+from streaming.engine.client import stop_engine
 from streaming.processes import ManagedProcess
 from streaming.settings import Settings
 from streaming.wait import wait_until
@@ -89,6 +90,8 @@ def running_platform(home: Path, broker: EmbeddedBroker, **overrides: object) ->
         except Exception:
             pass
         dagster.stop()
+        # The deployments' runs started the engine: it outlives them, as under `kappa up`.
+        stop_engine(settings.home)
 
 
 def _ready(api: DagsterApi) -> bool:
