@@ -129,7 +129,8 @@ def start_engine_process(settings: Settings) -> subprocess.Popen[bytes]:
 
 
 def ensure_engine(settings: Settings, timeout_s: float = 180.0) -> EngineClient:
-    """A client of the engine of ``settings.home``, starting the engine if none answers.
+    """A client of the engine of ``settings.home``, starting the engine if none answers (or,
+    for an engine started outside the platform, ``engine.external``, waiting for it).
 
     Raises:
         EngineUnavailableError: the engine did not answer within ``timeout_s`` (its log says
@@ -137,6 +138,15 @@ def ensure_engine(settings: Settings, timeout_s: float = 180.0) -> EngineClient:
     """
     client = EngineClient(settings.home)
     if client.answers():
+        return client
+    if settings.engine.external:
+        if not wait_until(client.answers, timeout_s, interval_s=1.0):
+            msg = (
+                f"the engine did not answer within {timeout_s:.0f} s; it is started outside the "
+                "platform (engine.external): check its SparkApplication (kubectl -n kappa get "
+                "sparkapplication kappa-engine)"
+            )
+            raise EngineUnavailableError(msg)
         return client
     with _starting(settings.home):
         if client.answers():  # another client started it while this one waited
