@@ -11,7 +11,7 @@ from streaming.settings import load_settings
 
 def test_a_client_of_an_external_engine_waits_then_says_where_to_look(tmp_path):
     settings = load_settings(env={}, overrides={"home": str(tmp_path), "engine.external": True})
-    with pytest.raises(EngineUnavailableError, match="engine.external"):
+    with pytest.raises(EngineUnavailableError, match=r"engine\.external"):
         ensure_engine(settings, timeout_s=0.5)
     # Nothing was started: no engine log, no start lock taken.
     assert not settings.home.log("engine").exists()
