@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.platform_processes import members, rss_by_role
+from bench.platform_processes import by_role, members
 from bench.platform_references import check_table
 from bench.table_freshness import LogEnds, TableCommits, summary
 from kappa.dagster_api import DagsterApi
@@ -173,6 +173,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         platform.lags[ONE_MORE] = []
         more = wait_first_commits(platform, more_at, 120)[ONE_MORE]
         result["one_more_first_commit_s"] = more
+        cpu_before, steady_from = by_role(members(str(home)), "cpu_s"), time.monotonic()
         end = time.time() + args.steady_s
         tick = 0
         while time.time() < end:
@@ -184,9 +185,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "mean": sum(platform.loads) / len(platform.loads),
             "max": max(platform.loads),
         }
+        cpu_after, steady_s = by_role(members(str(home)), "cpu_s"), time.monotonic() - steady_from
+        # Cores busy per role over the window (a process that ended meanwhile is not counted).
+        result["cores_busy"] = {
+            role: (cpu - cpu_before.get(role, 0.0)) / steady_s for role, cpu in cpu_after.items()
+        }
         result["rss_gb"] = {
             "max": max(platform.rss) / GB,
-            "by_role": {k: v / GB for k, v in rss_by_role(members(str(home))).items()},
+            "by_role": {k: v / GB for k, v in by_role(members(str(home)), "rss").items()},
         }
         result["tables"] = {f"{n} {v}": check_table(settings, n, v) for n, v in platform.tables}
     finally:
@@ -225,6 +231,8 @@ def report(result: dict[str, Any]) -> str:
         f"{_num(result['load_before'])}",
         f"summed RSS of the platform: max {_num(result['rss_gb']['max'])} GB (target <= 8); "
         + ", ".join(f"{k} {v:.2f}" for k, v in sorted(result["rss_gb"]["by_role"].items())),
+        "cores busy over the steady window: "
+        + ", ".join(f"{k} {v:.2f}" for k, v in sorted(result["cores_busy"].items())),
         f"Ctrl-C: stopped in {_num(result['stop_s'])} s (target <= 60), left "
         f"{result['left_after_stop'] or 'nothing'}",
         f"next start: {result.get('resumed')} deployments committing again, the last after "

@@ -17,6 +17,7 @@ class Member:
     pid: int
     role: str
     rss: int
+    cpu_s: float  # user + system time so far
 
 
 def _role(cmdline: list[str]) -> str:
@@ -47,14 +48,17 @@ def members(home: str) -> list[Member]:
             named = any(home in part for part in cmdline)
             if not named and proc.environ().get("KAPPA_HOME") != home:
                 continue
-            found.append(Member(proc.pid, _role(cmdline), proc.memory_info().rss))
+            times = proc.cpu_times()
+            cpu = times.user + times.system + times.children_user + times.children_system
+            found.append(Member(proc.pid, _role(cmdline), proc.memory_info().rss, cpu))
         except (psutil.Error, OSError):
             continue
     return found
 
 
-def rss_by_role(found: list[Member]) -> dict[str, int]:
-    totals: dict[str, int] = {}
+def by_role(found: list[Member], measure: str) -> dict[str, float]:
+    """``measure`` (``rss`` or ``cpu_s``) summed per role."""
+    totals: dict[str, float] = {}
     for member in found:
-        totals[member.role] = totals.get(member.role, 0) + member.rss
+        totals[member.role] = totals.get(member.role, 0) + getattr(member, measure)
     return totals
