@@ -9,8 +9,8 @@ run: env
 
 # The test files are spread over WORKERS pytest-xdist processes, a file's tests on one worker so
 # its fixtures stay shared; WORKERS=0 runs one process. Two, because one process leaves about a
-# third of the 2-core machine idle while it waits on Spark, Dagster and process starts (README,
-# Tests).
+# third of the 2-core machine idle while it waits on Spark, Dagster and process starts
+# (bench/RESULTS.md, What the suite cost).
 WORKERS ?= 2
 
 test: env

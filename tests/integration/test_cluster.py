@@ -20,17 +20,6 @@ import pytest
 
 from kappa.broker import EmbeddedBroker
 from kappa.cluster import SparkCluster
-from kappa.testing.enrichment import enriched_reference, spend_hourly_reference
-from kappa.testing.producing import (
-    clickstream_with_profiles,
-    customer_changes,
-    fraud_events,
-    send,
-    transactions,
-)
-from kappa.testing.reference import customers_state, replay, replay_stamped, spend_state
-from kappa.testing.seed_references import clicks_per_zip_reference
-from kappa.testing.settings import free_port, private_settings
 from streaming.delta.table_reader import commits
 from streaming.deployment import Deployment
 from streaming.engine.client import EngineClient, ensure_engine, stop_engine
@@ -38,6 +27,17 @@ from streaming.run.options import RunOptions
 from streaming.settings import REPO_ROOT, Settings
 from streaming.wait import wait_until
 from tests.integration.helpers import check_commits, committed_batches, table_rows
+from tests.support.enrichment import enriched_reference, spend_hourly_reference
+from tests.support.producing import (
+    clickstream_with_profiles,
+    customer_changes,
+    fraud_events,
+    send,
+    transactions,
+)
+from tests.support.reference import customers_state, replay, replay_stamped, spend_state
+from tests.support.seed_references import clicks_per_zip_reference
+from tests.support.settings import free_port, private_settings
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
