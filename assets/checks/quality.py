@@ -2,15 +2,17 @@
 
 A version's suite runs on its table's current snapshot: on demand from the UI ("Execute" on a
 partition), and on a cadence while the version runs (``quality_sensor``), as a check-only run of
-``quality_<pipeline>`` that completes. Results carry the GE numbers and a link to the Data Docs
-page; the latest result of each version is kept for ``kappa quality report``.
+``quality_<pipeline>`` that completes. The suite runs in the engine, on the Spark application
+the deployments share (a suite costs no JVM of its own), unless the pipeline asks for an
+application of its own (``engine.own_application``). Results carry the GE numbers and a link to
+the Data Docs page; the latest result of each version is kept for ``kappa quality report``.
 """
 
 # No `from __future__ import annotations`: Dagster inspects the check function's annotations.
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from dagster import (
     AssetCheckExecutionContext,
@@ -30,6 +32,8 @@ from assets.refusals import refusing
 from assets.resources import KappaSettings, KappaSpark
 from streaming.dagster_names import BATCH_KIND, KIND_TAG, quality_job_name, table_key_path
 from streaming.define.pipeline import Pipeline
+from streaming.engine.client import EngineClient, ensure_engine
+from streaming.settings import Settings
 from streaming.table_quality import run_table_suite
 
 if TYPE_CHECKING:  # not exported by dagster itself
@@ -39,6 +43,7 @@ if TYPE_CHECKING:  # not exported by dagster itself
 
 
 QUALITY_CHECK = "quality_suite"
+SUITE_TIMEOUT_S = 900.0  # one suite on a large table, while the engine also runs deployments
 
 
 def docs_link(page: str) -> MetadataValue:
@@ -57,15 +62,20 @@ def quality_check(key: AssetKey, pipeline: Pipeline) -> AssetChecksDefinition:
     def _suite(
         context: AssetCheckExecutionContext, kappa: KappaSettings, spark: KappaSpark
     ) -> AssetCheckResult:
+        settings = kappa.load()
         with refusing():
-            deployment, result = run_table_suite(
-                kappa.load(),
-                pipeline,
-                version=context.partition_key,
-                spark=lambda: spark.spark_session,
-            )
+            if pipeline.name in settings.engine.own_application:
+                deployment, result = run_table_suite(
+                    settings,
+                    pipeline,
+                    version=context.partition_key,
+                    spark=lambda: spark.spark_session,
+                )
+                deployment_id = deployment.id
+            else:
+                deployment_id, result = _suite_in_engine(settings, pipeline, context.partition_key)
         metadata = result.to_metadata()
-        metadata["deployment"] = deployment.id
+        metadata["deployment"] = deployment_id
         if result.docs_page:
             metadata["data_docs"] = docs_link(result.docs_page)
         return AssetCheckResult(
@@ -76,6 +86,15 @@ def quality_check(key: AssetKey, pipeline: Pipeline) -> AssetChecksDefinition:
         )
 
     return _suite
+
+
+def _suite_in_engine(settings: Settings, pipeline: Pipeline, version: str) -> tuple[str, Any]:
+    """The suite run by the engine (started if none runs); (deployment id, TableValidation)."""
+    from quality import load_result
+
+    ensure_engine(settings)
+    answer = EngineClient(settings.home, timeout_s=SUITE_TIMEOUT_S).validate(pipeline.name, version)
+    return answer["deployment"], load_result(answer["validation"])
 
 
 def quality_checks(pipelines: Mapping[str, Pipeline]) -> dict[str, AssetChecksDefinition]:

@@ -93,6 +93,12 @@ class EngineClient:
     def deployment(self, deployment_id: str, since: int = 0) -> dict[str, Any]:
         return self._call("GET", f"/deployments/{deployment_id}?since={since}")
 
+    def validate(self, pipeline: str, version: str) -> dict[str, Any]:
+        """Run the pipeline's quality suite on the version's snapshot in the engine; the path
+        of the saved result, its deployment and whether it passed. Waits for the suite, so call
+        it on a client with a timeout long enough for one."""
+        return self._call("POST", f"/quality/{pipeline}/{version}")
+
     def stop(self, deployment_id: str) -> dict[str, Any]:
         return self._call("POST", f"/deployments/{deployment_id}/stop")
 

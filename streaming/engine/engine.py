@@ -75,6 +75,28 @@ class Engine:
         with self._lock:
             return list(self._hosted.values())
 
+    def validate(self, pipeline: str, version: str) -> dict[str, Any]:
+        """Run ``pipeline``'s quality suite on ``version``'s snapshot with the engine's session,
+        in a scheduler pool of its own, so a suite starts no Spark application of its own. The
+        result is saved where every reader finds it (the version's validation file)."""
+        from streaming.define.registry import get_pipeline
+        from streaming.table_quality import run_table_suite
+
+        declared = get_pipeline(self.settings.pipelines, pipeline)
+        context = self.spark.sparkContext
+        context.setLocalProperty("spark.scheduler.pool", "quality")
+        try:
+            deployment, result = run_table_suite(
+                self.settings, declared, version, spark=lambda: self.spark
+            )
+        finally:
+            context.setLocalProperty("spark.scheduler.pool", None)  # type: ignore[arg-type]
+        return {
+            "deployment": deployment.id,
+            "validation": str(deployment.validation_path),
+            "success": bool(result.success),
+        }
+
     def describe(self) -> dict[str, Any]:
         hosted = self.deployments()
         return {

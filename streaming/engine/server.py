@@ -126,6 +126,8 @@ class _Handler(BaseHTTPRequestHandler):
             return deployment_view(engine.submit(parse_request(self._body())))
         if len(parts) == 3 and parts[0] == "deployments" and parts[2] == "stop":
             return deployment_view(engine.stop(parts[1]))
+        if len(parts) == 3 and parts[0] == "quality":
+            return engine.validate(parts[1], parts[2])
         if parts == ["shutdown"]:
             self.server.on_shutdown()
             return {"stopping": True}

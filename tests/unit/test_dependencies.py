@@ -43,6 +43,7 @@ LAYERS = (
     "versions",
     "query",
     "run",
+    "table_quality",  # the quality suite on a table: run by the engine, the CLI and Dagster
     "engine",
 )
 FOUNDATION = (
@@ -56,7 +57,7 @@ FOUNDATION = (
     "settings",
     "wait",
 )
-ENTRY_POINTS = ("__init__", "__main__", "table_quality")
+ENTRY_POINTS = ("__init__", "__main__")
 
 
 def _imports(package: str) -> Iterator[tuple[str, int, str]]:
