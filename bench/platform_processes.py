@@ -31,6 +31,8 @@ def _role(cmdline: list[str]) -> str:
         ("pyspark.daemon", "spark-python"),
         ("pyspark.worker", "spark-python"),
         ("dagster", "dagster"),
+        # Dagster's run workers and step processes (spawned by the code server): per run.
+        ("multiprocessing", "dagster-runs"),
         ("demo produce", "producer"),
         ("kappa.cli up", "kappa-up"),
     ):
