@@ -21,7 +21,7 @@ from streaming.operators.keyed_process import KeyedProcess
 from streaming.operators.keyed_state import KeyState, ListOf, MapOf, StateSpec, Value
 from streaming.operators.step import Operator, Regrouping, Step, regrouping
 from streaming.operators.window_aggregate import FinalWindows, WindowedAggregate
-from streaming.operators.windows import Hopping, Session, Tumbling
+from streaming.operators.windows import Hopping, Session, Sliding, Tumbling
 
 __all__ = [
     "DEAD_LETTER_SCHEMA",
@@ -55,6 +55,7 @@ __all__ = [
     "OperatorError",
     "Regrouping",
     "Session",
+    "Sliding",
     "Source",
     "StateSpec",
     "Step",

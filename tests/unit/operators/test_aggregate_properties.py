@@ -20,6 +20,7 @@ from streaming.operators import (
     Mean,
     Min,
     Session,
+    Sliding,
     Source,
     Sum,
     Tumbling,
@@ -94,6 +95,7 @@ WINDOWS = {
     "tumbling": (Tumbling(10 * MS), ("tumbling", 10)),
     "hopping": (Hopping(12 * MS, 5 * MS), ("hopping", 12, 5)),
     "session": (Session(6 * MS), ("session", 6)),
+    "sliding": (Sliding(7 * MS), ("sliding", 7)),
 }
 
 
