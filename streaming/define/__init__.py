@@ -40,6 +40,7 @@ from streaming.define.stateful import Stateful, stateful
 from streaming.define.table_kinds import Accumulate, ChangeRows, LatestPerKey, TableKind
 from streaming.define.topic import Topic
 from streaming.operators import (
+    Aggregator,
     Count,
     Delete,
     Hopping,
@@ -59,6 +60,7 @@ from streaming.operators import (
 
 __all__ = [
     "Accumulate",
+    "Aggregator",
     "ChangeRows",
     "Count",
     "Delete",

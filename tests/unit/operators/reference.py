@@ -115,6 +115,8 @@ def aggregate(records: list[Record], aggregations: dict[str, tuple], time: str |
             row[name] = max(values) if values else None
         elif kind == "mean":
             row[name] = float(sum(values, type(values[0])(0))) / len(values) if values else None
+        elif kind == "distinct":
+            row[name] = ",".join(sorted(set(values)))
         elif kind == "latest":
             row[name] = max(records, key=lambda r: order(r, time))[column]
     return row

@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from streaming.operators import (
+    Aggregator,
     Compaction,
     Count,
     GroupAggregate,
@@ -43,6 +44,26 @@ EVENTS = InputShape(
         "ts": pa.int64(),
     },
 )
+
+
+class Notes(Aggregator):
+    """The distinct notes, sorted and comma-separated (a user-defined aggregation)."""
+
+    returns = str
+
+    def initial(self) -> list:
+        return []
+
+    def add(self, state: list, value: str | None) -> list:
+        return state if value is None else sorted({*state, value})
+
+    def merge(self, a: list, b: list) -> list:
+        return sorted({*a, *b})
+
+    def result(self, state: list) -> str:
+        return ",".join(state)
+
+
 AGGREGATIONS = {
     "n": Count(),
     "total": Sum("amount"),
@@ -52,6 +73,7 @@ AGGREGATIONS = {
     "f_mean": Mean("f"),
     "amount_mean": Mean("amount"),
     "note": Latest("note"),
+    "notes": Notes("note"),
 }
 REFERENCE_AGGREGATIONS = {
     "n": ("count", None),
@@ -62,6 +84,7 @@ REFERENCE_AGGREGATIONS = {
     "f_mean": ("mean", "f"),
     "amount_mean": ("mean", "amount"),
     "note": ("latest", "note"),
+    "notes": ("distinct", "note"),
 }
 
 
