@@ -409,3 +409,20 @@ def test_a_user_defined_aggregation_over_sliding_windows(tmp_path: Path) -> None
         8_001: (13_002, 2, "FR,IT"),
         9_201: (14_202, 1, "FR"),
     }
+
+
+def test_a_quiet_customer_appears_by_an_event_time_timer_and_goes_with_its_next_payment(
+    tmp_path: Path,
+) -> None:
+    from pipelines.quiet_customers import PIPELINE as QUIET
+
+    day = 86_400_000
+    tasks = Tasks(QUIET, Deployment(QUIET.name, "v1", tmp_path))
+    other = {"txn_id": "o", "customer_id": "c2", "amount": 1, "currency": "EUR", "country": "DE"}
+    tasks.run(_raw([_txn(0, T0, "t0"), _txn(1, T0 + day, "t1")]), 0, _ends(0, 2))
+    later = T0 + 31 * day + 600_000  # its horizon (minus the grace) is 30 days after t1
+    tasks.run(_raw([("transactions", 0, 2, later, "c2", {**other, "ts": later})]), 1, _ends(0, 3))
+    quiet = {"customer_id": "c1", "last_txn_ts": T0 + day, "quiet_since": T0 + 31 * day}
+    assert tasks.rows("customer_id") == {"c1": quiet}
+    tasks.run(_raw([_txn(3, later, "t3")]), 2, _ends(0, 4))
+    assert tasks.rows("customer_id") == {}
