@@ -10,6 +10,7 @@ built from them with one call per operator, then row-wise columns and filters::
     CUSTOMERS.table().rows()                               # the latest row per key
     TRANSACTIONS.stream().group_by("customer_id", aggregations={"n": Count()})
     TRADES.stream().group_by("ticker", window=Tumbling(timedelta(minutes=1)), aggregations=...)
+    TRADES.stream().group_by("ticker", window=Sliding(timedelta(minutes=5)), aggregations=...)
     TRANSACTIONS.stream().join_as_of(CUSTOMERS.table(), on=..., key=..., columns=...)
     TRANSACTIONS.stream().process(history)                 # a function over per-key state
 
@@ -27,6 +28,9 @@ The function sees each record as a dict and its key's state: ``Value``, ``MapOf`
 or an iterable of them. The platform replays a key's records within grace when an earlier one
 arrives and corrects the rows it emitted, so the table is the function run in event-time order
 on every log prefix; late records go to the dead letters. See ``streaming.define.stateful``.
+
+Aggregations are ``Count``, ``Sum``, ``Min``, ``Max``, ``Mean``, ``Latest`` or an
+``Aggregator`` the user writes (``initial``, ``add``, ``merge``, ``result``; its state JSON).
 
 Times are ``timedelta``: windows, grace, retention, join bounds, state ``ttl``. A pipeline
 publishes its table's changes to a topic declared like its inputs: ``publish=Topic("name")``.
