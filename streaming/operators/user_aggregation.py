@@ -2,9 +2,7 @@
 
 ::
 
-    class Countries(Aggregator):
-        \"\"\"The distinct countries of a group, sorted, comma-separated.\"\"\"
-
+    class Countries(Aggregator):  # the distinct countries of a group, sorted
         returns = str
 
         def initial(self):
