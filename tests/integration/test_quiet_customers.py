@@ -11,9 +11,6 @@ import random
 
 import pytest
 
-from kappa.testing.producing import Out, send
-from kappa.testing.reference import replay_stamped
-from kappa.testing.seed_references import quiet_customers_reference
 from streaming.delta.table_reader import commits
 from streaming.deployment import Deployment
 from streaming.kafka.offsets import from_spark
@@ -23,6 +20,9 @@ from tests.integration.helpers import (
     kill_twice_mid_run,
     run_until_caught_up,
 )
+from tests.support.producing import Out, send
+from tests.support.reference import replay_stamped
+from tests.support.seed_references import quiet_customers_reference
 
 pytestmark = pytest.mark.integration
 
