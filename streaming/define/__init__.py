@@ -10,6 +10,7 @@ built from them with one call per operator, then row-wise columns and filters::
     CUSTOMERS.table().rows()                               # the latest row per key
     TRANSACTIONS.stream().group_by("customer_id", aggregations={"n": Count()})
     TRADES.stream().group_by("ticker", window=Tumbling(timedelta(minutes=1)), aggregations=...)
+    TRADES.stream().group_by("ticker", window=Sliding(timedelta(minutes=5)), aggregations=...)
     TRANSACTIONS.stream().join_as_of(CUSTOMERS.table(), on=..., key=..., columns=...)
     TRANSACTIONS.stream().process(history)                 # a function over per-key state
 
@@ -28,6 +29,9 @@ or an iterable of them. The platform replays a key's records within grace when a
 arrives and corrects the rows it emitted, so the table is the function run in event-time order
 on every log prefix; late records go to the dead letters. See ``streaming.define.stateful``.
 
+Aggregations are ``Count``, ``Sum``, ``Min``, ``Max``, ``Mean``, ``Latest`` or an
+``Aggregator`` the user writes (``initial``, ``add``, ``merge``, ``result``; its state JSON).
+
 Times are ``timedelta``: windows, grace, retention, join bounds, state ``ttl``. A pipeline
 publishes its table's changes to a topic declared like its inputs: ``publish=Topic("name")``.
 The per-batch ``transform`` form (with a table kind: ``LatestPerKey``, ``Accumulate``) still
@@ -40,6 +44,7 @@ from streaming.define.stateful import Stateful, stateful
 from streaming.define.table_kinds import Accumulate, ChangeRows, LatestPerKey, TableKind
 from streaming.define.topic import Topic
 from streaming.operators import (
+    Aggregator,
     Count,
     Delete,
     Hopping,
@@ -51,6 +56,7 @@ from streaming.operators import (
     Mean,
     Min,
     Session,
+    Sliding,
     Sum,
     Tumbling,
     Value,
@@ -58,6 +64,7 @@ from streaming.operators import (
 
 __all__ = [
     "Accumulate",
+    "Aggregator",
     "ChangeRows",
     "Count",
     "Delete",
@@ -73,6 +80,7 @@ __all__ = [
     "Pipeline",
     "Plan",
     "Session",
+    "Sliding",
     "Stateful",
     "Sum",
     "TableKind",

@@ -98,9 +98,9 @@ class StreamInput:
         Args:
             columns: the grouping columns.
             aggregations: output column -> ``Count()``, ``Sum(col)``, ``Min``, ``Max``,
-                ``Mean`` or ``Latest``.
-            window: ``Tumbling``, ``Hopping`` or ``Session``; None aggregates every record of a
-                group, whenever it comes (nothing is late).
+                ``Mean``, ``Latest`` or an ``Aggregator`` (user-defined).
+            window: ``Tumbling``, ``Hopping``, ``Session`` or ``Sliding``; None aggregates
+                every record of a group, whenever it comes (nothing is late).
             grace: with a window, how far below its partition's stream time a record may be and
                 still count (10 minutes when not given).
             retention: with a window, how long a final window stays in the table (None:
@@ -108,8 +108,8 @@ class StreamInput:
             emit: with a window, ``"updates"``: a window's row appears with its first record and
                 follows every record within grace; ``"final"``: it appears once, when the window
                 is final (its end at or below every partition's stream time minus grace), and
-                never changes, so a published topic carries each window once (tumbling and
-                hopping windows, without retention).
+                never changes, so a published topic carries each window once (tumbling,
+                hopping and sliding windows, without retention).
         """
         if emit not in ("updates", "final"):
             msg = f"group_by: emit is 'updates' or 'final', not {emit!r}"

@@ -20,8 +20,9 @@ from streaming.operators.key_replay import Delete, KeyedFunction
 from streaming.operators.keyed_process import KeyedProcess
 from streaming.operators.keyed_state import KeyState, ListOf, MapOf, StateSpec, Value
 from streaming.operators.step import Operator, Regrouping, Step, regrouping
+from streaming.operators.user_aggregation import Aggregator
 from streaming.operators.window_aggregate import FinalWindows, WindowedAggregate
-from streaming.operators.windows import Hopping, Session, Tumbling
+from streaming.operators.windows import Hopping, Session, Sliding, Tumbling
 
 __all__ = [
     "DEAD_LETTER_SCHEMA",
@@ -31,6 +32,7 @@ __all__ = [
     "PARTITION",
     "TIMESTAMP",
     "Aggregation",
+    "Aggregator",
     "AsOfJoin",
     "Batch",
     "BatchError",
@@ -55,6 +57,7 @@ __all__ = [
     "OperatorError",
     "Regrouping",
     "Session",
+    "Sliding",
     "Source",
     "StateSpec",
     "Step",

@@ -33,21 +33,26 @@ _LAST = pc.ScalarAggregateOptions(skip_nulls=False)
 
 class Aggregation(ABC):
     """One aggregation, as three steps over partial columns named after its output ``name``:
-    :meth:`init` gives each record's partial, :meth:`add` says how the partials of a group add
-    up, :meth:`result` turns a group's partial into the output value."""
+    :meth:`partials` gives each record's partial, :meth:`combines` says how the partials of a
+    group add up (:meth:`settle` finishes what they give), :meth:`output` turns a group's
+    partial into the output value."""
 
     # Whether adding takes the records' (event time, partition, offset) order into account.
     ordered: ClassVar[bool] = False
 
     @abstractmethod
-    def init(self, name: str, records: pa.Table) -> Columns:
+    def partials(self, name: str, records: pa.Table) -> Columns:
         """The partial of each record of ``records``."""
 
     @abstractmethod
-    def add(self, name: str) -> list[Combine]:
+    def combines(self, name: str) -> list[Combine]:
         """The hash aggregates that add partials up, one per partial column."""
 
-    def result(self, name: str, partials: pa.Table, source: pa.Schema) -> pa.ChunkedArray:
+    def settle(self, name: str, combined: Columns) -> None:  # noqa: B027 (most need nothing)
+        """Turn what the hash aggregates gave (``combined``, by partial column) into partials;
+        they are partials already unless the aggregation combines in Python."""
+
+    def output(self, name: str, partials: pa.Table, source: pa.Schema) -> pa.ChunkedArray:
         """The output of each group, from its partial (``source``: the input's schema)."""
         return partials.column(name)
 
@@ -56,10 +61,10 @@ class Aggregation(ABC):
 class Count(Aggregation):
     """The number of records."""
 
-    def init(self, name: str, records: pa.Table) -> Columns:
+    def partials(self, name: str, records: pa.Table) -> Columns:
         return {name: pa.array(np.ones(records.num_rows, dtype=np.int64))}
 
-    def add(self, name: str) -> list[Combine]:
+    def combines(self, name: str) -> list[Combine]:
         return [(name, "sum")]
 
 
@@ -69,14 +74,14 @@ class Sum(Aggregation):
 
     column: str
 
-    def init(self, name: str, records: pa.Table) -> Columns:
+    def partials(self, name: str, records: pa.Table) -> Columns:
         values = _column(records, self.column, name)
         return {name: values.cast(_sum_type(values.type, name))}
 
-    def add(self, name: str) -> list[Combine]:
+    def combines(self, name: str) -> list[Combine]:
         return [(name, "sum")]
 
-    def result(self, name: str, partials: pa.Table, source: pa.Schema) -> pa.ChunkedArray:
+    def output(self, name: str, partials: pa.Table, source: pa.Schema) -> pa.ChunkedArray:
         column = partials.column(name)
         if not pa.types.is_integer(source.field(self.column).type):
             return column
@@ -93,10 +98,10 @@ class Min(Aggregation):
 
     column: str
 
-    def init(self, name: str, records: pa.Table) -> Columns:
+    def partials(self, name: str, records: pa.Table) -> Columns:
         return {name: _column(records, self.column, name)}
 
-    def add(self, name: str) -> list[Combine]:
+    def combines(self, name: str) -> list[Combine]:
         return [(name, "min")]
 
 
@@ -106,10 +111,10 @@ class Max(Aggregation):
 
     column: str
 
-    def init(self, name: str, records: pa.Table) -> Columns:
+    def partials(self, name: str, records: pa.Table) -> Columns:
         return {name: _column(records, self.column, name)}
 
-    def add(self, name: str) -> list[Combine]:
+    def combines(self, name: str) -> list[Combine]:
         return [(name, "max")]
 
 
@@ -119,17 +124,17 @@ class Mean(Aggregation):
 
     column: str
 
-    def init(self, name: str, records: pa.Table) -> Columns:
+    def partials(self, name: str, records: pa.Table) -> Columns:
         values = _column(records, self.column, name)
         return {
             f"{name}.sum": values.cast(_sum_type(values.type, name)),
             f"{name}.n": pc.is_valid(values).cast(pa.int64()),
         }
 
-    def add(self, name: str) -> list[Combine]:
+    def combines(self, name: str) -> list[Combine]:
         return [(f"{name}.sum", "sum"), (f"{name}.n", "sum")]
 
-    def result(self, name: str, partials: pa.Table, source: pa.Schema) -> pa.ChunkedArray:
+    def output(self, name: str, partials: pa.Table, source: pa.Schema) -> pa.ChunkedArray:
         total = partials.column(f"{name}.sum").cast(pa.float64())
         count = partials.column(f"{name}.n")
         divisor = pc.if_else(pc.equal(count, 0), None, count.cast(pa.float64()))
@@ -143,10 +148,10 @@ class Latest(Aggregation):
     column: str
     ordered: ClassVar[bool] = True
 
-    def init(self, name: str, records: pa.Table) -> Columns:
+    def partials(self, name: str, records: pa.Table) -> Columns:
         return {name: _column(records, self.column, name)}
 
-    def add(self, name: str) -> list[Combine]:
+    def combines(self, name: str) -> list[Combine]:
         return [(name, "last", _LAST)]
 
 
@@ -164,7 +169,8 @@ def check_aggregations(aggregations: Mapping[str, Aggregation], taken: Sequence[
             raise OperatorConfigError(msg)
         if not isinstance(aggregation, Aggregation):
             msg = (
-                f"aggregation {name!r}: {aggregation!r} is not Count, Sum, Min, Max, Mean or Latest"
+                f"aggregation {name!r}: {aggregation!r} is not Count, Sum, Min, Max, Mean, Latest "
+                "or an Aggregator"
             )
             raise OperatorConfigError(msg)
 
@@ -196,7 +202,7 @@ def record_partials(
     """One partial row per record: the columns ``keep`` plus each aggregation's partial."""
     columns: Columns = {name: records.column(name) for name in keep}
     for name, aggregation in aggregations.items():
-        columns.update(aggregation.init(name, records))
+        columns.update(aggregation.partials(name, records))
     if any(aggregation.ordered for aggregation in aggregations.values()):
         columns[_ORDER[0]] = records.column(TIME)
         columns[_ORDER[1]] = records.column(PARTITION)
@@ -220,7 +226,7 @@ def merge_partials(
         partials = partials.sort_by([(name, "ascending") for name in _ORDER])
     specs: list[Combine] = []
     for name, aggregation in aggregations.items():
-        specs += aggregation.add(name)
+        specs += aggregation.combines(name)
     if ordered:
         specs += [(name, "last", _LAST) for name in _ORDER]
     specs += list((extra or {}).items())
@@ -230,6 +236,8 @@ def merge_partials(
     result = {name: grouped.column(name) for name in group}
     for column, function, *_ in specs:
         result[column] = grouped.column(f"{column}_{function}")
+    for name, aggregation in aggregations.items():
+        aggregation.settle(name, result)
     return pa.table(result)
 
 
@@ -241,4 +249,4 @@ def finals(
     Sums of integer columns come out as int64 (an overflow is an error), of decimal(p, s)
     columns as decimal128(38, s), of floats as float64; means as float64.
     """
-    return {name: agg.result(name, partials, source) for name, agg in aggregations.items()}
+    return {name: agg.output(name, partials, source) for name, agg in aggregations.items()}

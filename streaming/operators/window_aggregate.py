@@ -32,9 +32,18 @@ from streaming.operators.changes import combine, deletes, upserts
 from streaming.operators.errors import OperatorConfigError
 from streaming.operators.folding import fold
 from streaming.operators.keyed_input import KeyedInput
+from streaming.operators.sliding import forget, slide
 from streaming.operators.step import Step
 from streaming.operators.tables import Transition, fetch
-from streaming.operators.windows import END, START, Session, Window, assign, session_groups
+from streaming.operators.windows import (
+    END,
+    START,
+    Session,
+    Sliding,
+    Window,
+    assign,
+    session_groups,
+)
 from streaming.state import State, key_mask
 
 WINDOWS = "windows"
@@ -48,7 +57,7 @@ class WindowedAggregate(KeyedInput):
     Attributes:
         source: the input (its ``time`` names the event-time column).
         key_columns: the grouping columns; the output key is these plus ``window_start``.
-        window: ``Tumbling``, ``Hopping`` or ``Session``.
+        window: ``Tumbling``, ``Hopping``, ``Session`` or ``Sliding``.
         aggregations: output column name -> aggregation.
         grace_ms: how far below its partition's stream time a record may be and still count.
         retention_ms: how long past the horizon a final window stays in the output (None:
@@ -84,8 +93,15 @@ class WindowedAggregate(KeyedInput):
             if isinstance(self.window, Session):
                 touched, gone = self._sessions(transition, records)
                 parts.append(deletes(gone, schema))
+            elif isinstance(self.window, Sliding):
+                touched = slide(
+                    transition, records, self.window, self.key_columns, self.aggregations
+                )
+                transition.change(WINDOWS, self.key, deletes=touched, inserts=touched)
             else:
                 touched = self._windows(transition, records)
+        if isinstance(self.window, Sliding):
+            forget(transition, self.window, self.key_columns, arrivals.horizon)
         if self.final:
             closed = self._close(transition, arrivals.horizon)
             parts = [upserts(self._rows(closed, source_schema))] if closed.num_rows else []
@@ -206,12 +222,12 @@ class WindowedAggregate(KeyedInput):
 @dataclass(frozen=True)
 class FinalWindows(WindowedAggregate):
     """A ``WindowedAggregate`` whose output holds only final windows, each written once when the
-    grace horizon passes its end (tumbling and hopping windows, kept forever)."""
+    grace horizon passes its end (tumbling, hopping and sliding windows, kept forever)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if isinstance(self.window, Session) or self.retention_ms is not None:
-            msg = "final windows are tumbling or hopping windows, without a retention"
+            msg = "final windows are tumbling, hopping or sliding windows, without a retention"
             raise OperatorConfigError(msg)
 
     @property

@@ -4,8 +4,12 @@ Windows are half-open ``[start, end)`` in epoch ms, aligned to the epoch. A tumb
 ``size`` is a hopping window whose ``advance`` equals its size; a record at time ``t`` is in every
 hopping window with ``start <= t < start + size``, ``start`` a multiple of ``advance``. A session
 window joins records whose intervals ``[t, t + gap)`` overlap: two records exactly ``gap`` apart
-start separate sessions. A session's end is its last record's time plus ``gap``. A window is
-final once its end is at or below the grace horizon: no record that is not late can reach it.
+start separate sessions. A session's end is its last record's time plus ``gap``. A sliding window
+of ``size`` (Kafka Streams' ``SlidingWindows``) holds the records at most ``size`` apart: per key,
+every window ``[s, s + size]`` (both ends included, so ``window_end`` is ``s + size + 1``) whose
+start ``s`` is a record's time minus ``size`` or a record's time plus 1 ms, and that holds a
+record. A window is final once its end is at or below the grace horizon: no record that is not
+late can reach it.
 
 Lengths are declared as ``timedelta`` (``Tumbling(size=timedelta(hours=1))``) and kept as whole
 milliseconds, the unit of event time. The ``*_ms`` parameters and a bare number of milliseconds
@@ -128,7 +132,29 @@ class Session:
         return f"Session(gap_ms={self.gap_ms})"
 
 
-Window = Tumbling | Hopping | Session
+@dataclass(frozen=True, init=False, repr=False)
+class Sliding:
+    """A window per distinct content: the records at most ``size`` apart (Kafka Streams'
+    ``SlidingWindows.ofTimeDifferenceAndGrace(size, grace)``; both ends included)."""
+
+    size: timedelta
+
+    def __init__(self, size: timedelta) -> None:
+        if not isinstance(size, timedelta):
+            msg = f"a sliding window's size is a timedelta, e.g. timedelta(minutes=5), not {size!r}"
+            raise OperatorConfigError(msg)
+        length = _length("a sliding window's size", size, None, ("size", ""))
+        object.__setattr__(self, "size", length)
+
+    @property
+    def size_ms(self) -> int:
+        return _ms(self.size)
+
+    def __repr__(self) -> str:  # in milliseconds, as Tumbling's
+        return f"Sliding(size_ms={self.size_ms})"
+
+
+Window = Tumbling | Hopping | Session | Sliding
 
 
 def assign(records: pa.Table, window: Tumbling | Hopping) -> pa.Table:

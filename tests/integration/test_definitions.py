@@ -97,6 +97,7 @@ def test_lineage_runs_from_topics_through_tables_and_published_topics_to_reports
     assert parents["kafka/fraud_alerts"] == {"tables/fraud_alerts"}
     assert parents["reports/alerts_per_country"] == {"tables/fraud_alerts", "tables/customers"}
     assert parents["tables/fraud_by_history"] == {"kafka/transactions"}
+    assert parents["tables/quiet_customers"] == {"kafka/transactions"}
     assert parents["tables/stock_stats"] == {"kafka/trades"}
     assert parents["tables/stock_moving_avg"] == {"kafka/trades"}
     assert parents["tables/stock_stats_final"] == {"kafka/trades"}

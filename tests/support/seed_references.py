@@ -166,6 +166,27 @@ def fraud_by_history_reference(
     return rows, late
 
 
+def quiet_customers_reference(
+    records: list[Stamped], prefix: Prefix, quiet_ms: int = 30 * 24 * HOUR_MS
+) -> tuple[dict[str, dict[str, Any]], Late]:
+    """quiet_customers on ``prefix``: a row for each customer whose latest on-time transaction
+    (by ts) is at least ``quiet_ms`` below the horizon of the customer's partition. Rows by
+    customer_id."""
+    txns, late = _kept(records, prefix, "transactions", "ts")
+    ends = horizons(records, prefix, "transactions", "ts")
+    latest: dict[str, tuple[int, int]] = {}
+    for r in txns:
+        customer, ts = r.key.decode(), int(_value(r)["ts"])  # type: ignore[union-attr]
+        if customer not in latest or ts > latest[customer][0]:
+            latest[customer] = (ts, r.partition)
+    rows = {}
+    for customer, (ts, partition) in latest.items():
+        if ends[partition] >= ts + quiet_ms:
+            row = {"customer_id": customer, "last_txn_ts": ts, "quiet_since": ts + quiet_ms}
+            rows[customer] = row
+    return rows, late
+
+
 # click-stream enrichment
 
 PROFILE_COLUMNS = ("age", "gender", "zip_code")

@@ -115,6 +115,8 @@ def aggregate(records: list[Record], aggregations: dict[str, tuple], time: str |
             row[name] = max(values) if values else None
         elif kind == "mean":
             row[name] = float(sum(values, type(values[0])(0))) / len(values) if values else None
+        elif kind == "distinct":
+            row[name] = ",".join(sorted(set(values)))
         elif kind == "latest":
             row[name] = max(records, key=lambda r: order(r, time))[column]
     return row
@@ -155,7 +157,8 @@ def windowed(
     grace: int,
     retention: int | None,
 ) -> tuple[dict, set]:
-    """window: ("tumbling", size) | ("hopping", size, advance) | ("session", gap)."""
+    """window: ("tumbling", size) | ("hopping", size, advance) | ("session", gap) |
+    ("sliding", size)."""
     dead = late(log, prefix, [(name, time)], grace)
     h = horizon(log, prefix, [(name, time)], grace)
     records = on_time(log, prefix, name, time, dead)
@@ -180,6 +183,20 @@ def windowed(
                 start = event_time(session[0], time)
                 groups[(*k, start)] = session
                 bounds[(*k, start)] = event_time(session[-1], time) + gap
+    elif window[0] == "sliding":
+        # Kafka Streams' sliding windows: [s, s + size], both ends included, for every start s
+        # that is a record's time minus the size or a record's time plus 1, holding a record.
+        size = window[1]
+        by_key: dict[tuple, list[Record]] = {}
+        for record in records:
+            by_key.setdefault(tuple(record[c] for c in key), []).append(record)
+        for k, rs in by_key.items():
+            times = {event_time(r, time) for r in rs}
+            for start in {t - size for t in times} | {t + 1 for t in times}:
+                inside = [r for r in rs if start <= event_time(r, time) <= start + size]
+                if inside:
+                    groups[(*k, start)] = inside
+                    bounds[(*k, start)] = start + size + 1
     else:
         for record in records:
             for start, end in windows_of(event_time(record, time), window):

@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from streaming.operators import (
+    Aggregator,
     Compaction,
     Count,
     GroupAggregate,
@@ -20,6 +21,7 @@ from streaming.operators import (
     Mean,
     Min,
     Session,
+    Sliding,
     Source,
     Sum,
     Tumbling,
@@ -42,6 +44,26 @@ EVENTS = InputShape(
         "ts": pa.int64(),
     },
 )
+
+
+class Notes(Aggregator):
+    """The distinct notes, sorted and comma-separated (a user-defined aggregation)."""
+
+    returns = str
+
+    def initial(self) -> list:
+        return []
+
+    def add(self, state: list, value: str | None) -> list:
+        return state if value is None else sorted({*state, value})
+
+    def merge(self, a: list, b: list) -> list:
+        return sorted({*a, *b})
+
+    def result(self, state: list) -> str:
+        return ",".join(state)
+
+
 AGGREGATIONS = {
     "n": Count(),
     "total": Sum("amount"),
@@ -51,6 +73,7 @@ AGGREGATIONS = {
     "f_mean": Mean("f"),
     "amount_mean": Mean("amount"),
     "note": Latest("note"),
+    "notes": Notes("note"),
 }
 REFERENCE_AGGREGATIONS = {
     "n": ("count", None),
@@ -61,6 +84,7 @@ REFERENCE_AGGREGATIONS = {
     "f_mean": ("mean", "f"),
     "amount_mean": ("mean", "amount"),
     "note": ("latest", "note"),
+    "notes": ("distinct", "note"),
 }
 
 
@@ -94,6 +118,7 @@ WINDOWS = {
     "tumbling": (Tumbling(10 * MS), ("tumbling", 10)),
     "hopping": (Hopping(12 * MS, 5 * MS), ("hopping", 12, 5)),
     "session": (Session(6 * MS), ("session", 6)),
+    "sliding": (Sliding(7 * MS), ("sliding", 7)),
 }
 
 

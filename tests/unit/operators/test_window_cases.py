@@ -21,6 +21,7 @@ from streaming.operators import (
     Mean,
     OperatorConfigError,
     Session,
+    Sliding,
     Source,
     Sum,
     Tumbling,
@@ -104,8 +105,11 @@ def test_final_windows_appear_once_when_the_horizon_passes_their_end() -> None:
     assert feed.state["windows"].num_rows == 1  # only [400, 500) is kept
 
 
+@pytest.mark.parametrize("window", [Hopping(50 * MS, 20 * MS), Sliding(50 * MS)], ids=repr)
 @pytest.mark.parametrize("cap", [1, 3, 997])
-def test_final_windows_equal_the_updated_windows_that_closed_whatever_the_batching(cap) -> None:
+def test_final_windows_equal_the_updated_windows_that_closed_whatever_the_batching(
+    cap, window
+) -> None:
     import random
 
     rng = random.Random(cap)
@@ -115,7 +119,6 @@ def test_final_windows_equal_the_updated_windows_that_closed_whatever_the_batchi
         {"p": i % 2, "o": i // 2, "k": k, "ts": t}
         for i, (k, t) in enumerate(zip(keys, times, strict=True))
     ]
-    window = Hopping(50 * MS, 20 * MS)
     final = Feed(
         FinalWindows(Source("e", time="ts"), ("k",), window, {"n": Count()}, 30), {"e": [0, 1]}
     )
@@ -139,10 +142,32 @@ def test_final_windows_equal_the_updated_windows_that_closed_whatever_the_batchi
 
 
 def test_final_windows_refuse_sessions_and_retention() -> None:
-    with pytest.raises(OperatorConfigError, match="tumbling or hopping"):
+    with pytest.raises(OperatorConfigError, match="tumbling, hopping or sliding"):
         FinalWindows(Source("e", time="ts"), ("k",), Session(10 * MS), {"n": Count()})
     with pytest.raises(OperatorConfigError, match="without a retention"):
         FinalWindows(Source("e", time="ts"), ("k",), Tumbling(10 * MS), {"n": Count()}, 10, 5)
+
+
+def test_sliding_windows_are_kafka_streams_windows() -> None:
+    # Kafka Streams' example: a time difference of 5 s, records at 8, 9.2 and 12.4 s make the
+    # windows [3, 8], [4.2, 9.2], [7.4, 12.4], [8.001, 13.001] and [9.201, 14.201] (ends included).
+    feed = Feed(agg(Sliding(timedelta(seconds=5)), grace=60_000), {"e": [0]})
+    feed.send(e=rows(8000, 12400))
+    feed.send(e=rows(9200, start=2))
+    counts = {start: (row["window_end"] - 1, row["n"]) for (_, start), row in feed.table.items()}
+    assert counts == {
+        3000: (8000, 1),
+        4200: (9200, 2),
+        7400: (12400, 3),
+        8001: (13001, 2),
+        9201: (14201, 1),
+    }
+
+
+def test_sliding_windows_take_a_timedelta() -> None:
+    with pytest.raises(OperatorConfigError, match="timedelta"):
+        Sliding(5000)  # type: ignore[arg-type]
+    assert repr(Sliding(timedelta(seconds=5))) == "Sliding(size_ms=5000)"
 
 
 def test_hopping_windows_count_a_record_in_every_window_covering_it() -> None:

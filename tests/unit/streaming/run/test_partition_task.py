@@ -366,3 +366,63 @@ def test_payment_history_alerts_are_corrected_by_an_earlier_payment(tmp_path: Pa
     rows = tasks.rows("txn_id")
     assert sorted(rows) == ["t-jp", "t-ooo"]
     assert rows["t-jp"]["reason"] == "first payment from JP after 6 payments from EU (4), US (2)"
+
+
+def test_a_user_defined_aggregation_over_sliding_windows(tmp_path: Path) -> None:
+    """Kafka Streams' sliding-window example (5 s; records at 8, 9.2 and 12.4 s, the second out
+    of order) on the executor path, aggregated by a user-defined aggregation kept as JSON."""
+    from datetime import timedelta
+
+    from pipelines.topics import TRANSACTIONS
+    from streaming.define import Aggregator, Count, Sliding
+
+    class Countries(Aggregator):
+        returns = str
+
+        def initial(self) -> list:
+            return []
+
+        def add(self, state: list, value: str) -> list:
+            return sorted({*state, value})
+
+        def merge(self, a: list, b: list) -> list:
+            return sorted({*a, *b})
+
+        def result(self, state: list) -> str:
+            return ",".join(state)
+
+    plan = TRANSACTIONS.stream().group_by(
+        "customer_id",
+        window=Sliding(timedelta(seconds=5)),
+        aggregations={"n": Count(), "countries": Countries("country")},
+    )
+    pipeline = Pipeline(name="countries", version="v1", plan=plan)
+    tasks = Tasks(pipeline, Deployment(pipeline.name, "v1", tmp_path))
+    tasks.run(_raw([_txn(0, T0 + 8_000, "a"), _txn(1, T0 + 12_400, "b", "FR")]), 0, _ends(0, 2))
+    tasks.run(_raw([_txn(2, T0 + 9_200, "c", "IT")]), 1, _ends(0, 3))
+    rows = read_arrow(tasks.deployment.table_path).to_pylist()
+    windows = {r["window_start"] - T0: (r["window_end"] - T0, r["n"], r["countries"]) for r in rows}
+    assert windows == {
+        3_000: (8_001, 1, "DE"),
+        4_200: (9_201, 2, "DE,IT"),
+        7_400: (12_401, 3, "DE,FR,IT"),
+        8_001: (13_002, 2, "FR,IT"),
+        9_201: (14_202, 1, "FR"),
+    }
+
+
+def test_a_quiet_customer_appears_by_an_event_time_timer_and_goes_with_its_next_payment(
+    tmp_path: Path,
+) -> None:
+    from pipelines.quiet_customers import PIPELINE as QUIET
+
+    day = 86_400_000
+    tasks = Tasks(QUIET, Deployment(QUIET.name, "v1", tmp_path))
+    other = {"txn_id": "o", "customer_id": "c2", "amount": 1, "currency": "EUR", "country": "DE"}
+    tasks.run(_raw([_txn(0, T0, "t0"), _txn(1, T0 + day, "t1")]), 0, _ends(0, 2))
+    later = T0 + 31 * day + 600_000  # its horizon (minus the grace) is 30 days after t1
+    tasks.run(_raw([("transactions", 0, 2, later, "c2", {**other, "ts": later})]), 1, _ends(0, 3))
+    quiet = {"customer_id": "c1", "last_txn_ts": T0 + day, "quiet_since": T0 + 31 * day}
+    assert tasks.rows("customer_id") == {"c1": quiet}
+    tasks.run(_raw([_txn(3, later, "t3")]), 2, _ends(0, 4))
+    assert tasks.rows("customer_id") == {}
