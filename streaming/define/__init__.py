@@ -29,7 +29,9 @@ arrives and corrects the rows it emitted, so the table is the function run in ev
 on every log prefix; late records go to the dead letters. See ``streaming.define.stateful``.
 
 Times are ``timedelta``: windows, grace, retention, join bounds, state ``ttl``. A pipeline
-publishes its table's changes to a topic declared like its inputs: ``publish=Topic("name")``.
+publishes its table's changes to a topic declared like its inputs: ``publish=Topic("name")``;
+a stream's rows (``topic.stream().rows()``) go on as records of other topics, keyed by any
+column or routed by one: ``publish=Stream(TOPIC, key="column")``.
 The per-batch ``transform`` form (with a table kind: ``LatestPerKey``, ``Accumulate``) still
 runs, deprecated.
 """
@@ -37,6 +39,7 @@ runs, deprecated.
 from streaming.define.pipeline import Pipeline
 from streaming.define.plan import Plan
 from streaming.define.stateful import Stateful, stateful
+from streaming.define.stream_output import Stream
 from streaming.define.table_kinds import Accumulate, ChangeRows, LatestPerKey, TableKind
 from streaming.define.topic import Topic
 from streaming.operators import (
@@ -74,6 +77,7 @@ __all__ = [
     "Plan",
     "Session",
     "Stateful",
+    "Stream",
     "Sum",
     "TableKind",
     "Topic",

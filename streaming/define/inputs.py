@@ -21,6 +21,7 @@ from streaming.operators import (
     IntervalJoin,
     Operator,
     OperatorConfigError,
+    StreamRows,
     WindowedAggregate,
 )
 from streaming.operators.windows import Window
@@ -81,6 +82,25 @@ class StreamInput:
     """A topic read as a stream (see ``Topic.stream``)."""
 
     topic: Topic
+
+    def rows(self, *, position: tuple[str, str] = ("partition", "offset")) -> Plan:
+        """Every record as a row, to filter, extend with columns and write to topics
+        (``Pipeline(publish=Stream(...))``): keyed by where the record was read, in the two
+        ``position`` columns (partition int32, offset int64), then the record's columns. Rows are
+        only added: a row the plan's filter rejects is left out. Nothing is late."""
+        if isinstance(position, str) or len(position) != 2:
+            msg = (
+                f"rows: position names two columns, e.g. ('partition', 'offset'), not {position!r}"
+            )
+            raise DefineError(msg)
+        return _plan(
+            "rows",
+            (self.topic,),
+            StreamRows,
+            source=source_of(self.topic),
+            key_columns=(self.topic.key,),
+            position=tuple(position),
+        )
 
     def group_by(
         self,
