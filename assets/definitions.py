@@ -37,7 +37,7 @@ def defs() -> Definitions:
             *(topic_asset(t, settings.kafka.config_of_topic(t)) for t in topics),
             *(table_asset(p, settings.dagster.retry_delay_s) for p in pipelines.values()),
             *(
-                output_topic_asset(t, table_key(p.name), stream=p.stream is not None)
+                output_topic_asset(t, table_key(p.name), stream=p.stream_output is not None)
                 for t, p in published.items()
             ),
             *reports,

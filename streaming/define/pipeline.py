@@ -57,9 +57,10 @@ class Pipeline:
             compacted changelog: key, row as JSON, null on delete; a composite key as compact
             JSON); declare it as a :class:`Topic` (its key and value schema may be left out:
             they are the table's). Read it with :meth:`output_topic`. Given a :class:`Stream`
-            instead, ``publish`` is None and ``stream`` holds where the rows go.
-        stream: the append-only topics the live version sends each new row to, as a record
-            keyed by one of its columns (``publish=Stream(topic, key=...)``); None without.
+            instead, ``publish`` is None and ``stream`` holds it.
+        stream: where the live version sends each new row, as a record keyed by one of its
+            columns (``publish=Stream(topic, key=...)``); None without. Checked against the
+            table as ``stream_output``.
         description: one line for people.
         settings: anything else that shapes the output; part of the fingerprint.
         quality: the table's domain rules (e.g. ``(Between("n", 1),)``); the quality spec's key
@@ -85,12 +86,14 @@ class Pipeline:
     table: TableKind
     table_schema: pa.Schema
     publish: str | None
-    stream: StreamOutput | None
+    stream: Stream | None
     description: str
     settings: dict[str, Any]
     quality: Any
     comparison: Any
     promotion: Promotion
+    # Where the rows go as stream records, checked against the table (from ``stream``).
+    stream_output: StreamOutput | None = field(init=False, repr=False, compare=False, default=None)
     # The table's quality spec (``quality.rules.TableSpec``): its key and schema and the rules.
     quality_spec: Any = field(init=False, repr=False, compare=False, default=None)
     # The modules it runs when they are not the ones on disk now (a deployment's pinned code).
@@ -115,6 +118,7 @@ class Pipeline:
         accepts_tombstones: bool = False,
         table: TableKind | None = None,
         table_schema: pa.Schema | None = None,
+        stream: Stream | None = None,
     ) -> None:
         declared = {
             "name": validate_pipeline_name(name),
@@ -148,14 +152,19 @@ class Pipeline:
                 "and read its table from another pipeline"
             )
             raise DefineError(msg)
-        stream = None
-        if isinstance(publish, Stream):
+        if isinstance(publish, Stream):  # ``stream`` is how dataclasses.replace hands it back
+            publish, stream = None, publish
+        output = None
+        if stream is not None:
+            if publish is not None:
+                msg = f"pipeline {name}: publish either the table (a Topic) or a Stream"
+                raise DefineError(msg)
             appends = plan is not None and plan.appends
-            stream = stream_output(name, publish, appends, self.table_schema)
-            publish = None
+            output = stream_output(name, stream, appends, self.table_schema)
         published = published_name(name, publish, self.table.keys, self.table_schema)
         object.__setattr__(self, "publish", published)
         object.__setattr__(self, "stream", stream)
+        object.__setattr__(self, "stream_output", output)
         object.__setattr__(self, "quality_spec", self._quality_spec())
         if promotion not in ("manual", "auto"):
             msg = f"pipeline {name}: promotion must be 'manual' or 'auto', not {promotion!r}"
@@ -282,8 +291,8 @@ class Pipeline:
     @property
     def output_topics(self) -> tuple[str, ...]:
         """Every topic it writes: its changelog, or its stream output's topics."""
-        if self.stream is not None:
-            return self.stream.topics
+        if self.stream_output is not None:
+            return self.stream_output.topics
         return () if self.publish is None else (self.publish,)
 
     def output_topic(self) -> Topic:

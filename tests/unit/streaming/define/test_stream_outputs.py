@@ -4,6 +4,7 @@ rows become the records a reader of the topic decodes."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pyarrow as pa
@@ -62,8 +63,8 @@ def test_a_streams_rows_go_to_a_topic_keyed_by_a_column_with_the_columns_it_decl
     changes = _changes(pipeline, batch)
     # a rejected row is left out of the table, not deleted from it
     assert changes.num_rows == 2 and not any(changes.column(DELETE).to_pylist())
-    assert pipeline.stream is not None
-    records = list(stream_records(changes, pipeline.stream))
+    assert pipeline.stream_output is not None
+    records = list(stream_records(changes, pipeline.stream_output))
     assert [(k, json.loads(v or b""), t) for k, v, t in records] == [
         ("o2", {"order_id": "o2", "amount": 150}, "orders_by_id"),
         ("o3", {"order_id": "o3", "amount": 100}, "orders_by_id"),
@@ -75,10 +76,19 @@ def test_rows_are_routed_by_a_columns_value_and_a_row_without_a_route_is_not_sen
     pipeline = Pipeline(name="routed", version="v1", plan=ORDERS.stream().rows(), publish=stream)
     assert pipeline.output_topics == ("orders_eu", "orders_us")
     batch = _batch(("o1", "c1", "EU", 1), ("o2", "c1", "US", 2), ("o3", "c2", None, 3))
-    assert pipeline.stream is not None
-    records = stream_records(_changes(pipeline, batch), pipeline.stream)
+    assert pipeline.stream_output is not None
+    records = stream_records(_changes(pipeline, batch), pipeline.stream_output)
     sent = [(key, topic, json.loads(value or b"")["region"]) for key, value, topic in records]
     assert sent == [("o1", "orders_eu", "EU"), ("o2", "orders_us", "US")]
+
+
+def test_a_stream_output_survives_replacing_a_field() -> None:
+    stream = Stream(BY_ORDER, key="order_id")
+    pipeline = Pipeline(name="big", version="v1", plan=ORDERS.stream().rows(), publish=stream)
+    v2 = dataclasses.replace(pipeline, version="v2")
+    assert v2.stream == stream and v2.stream_output == pipeline.stream_output
+    with pytest.raises(DefineError, match="either the table"):
+        dataclasses.replace(pipeline, publish=Topic("big"))
 
 
 def test_a_replayed_record_adds_no_row() -> None:
