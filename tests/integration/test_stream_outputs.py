@@ -4,10 +4,14 @@ of a notional of 100,000 or more, to the topic ``large_trades`` keyed by ticker)
 topic ``searches_by_term``). At every checked commit each table equals a plain-Python evaluation
 on the offsets it records, with one record per batch over the log's start, then 997 and
 250,000; each output topic holds every record of its reference once for ``read_committed``
-readers, also across SIGKILLs between a batch's publication and its commit."""
+readers, also across SIGKILLs between a batch's publication and its commit. Rows routed by a
+column's value reach each its topic, once."""
 
 from __future__ import annotations
 
+import json
+
+import pyarrow as pa
 import pytest
 
 from tests.support.producing import clickstream, send, trade_events
@@ -21,7 +25,10 @@ from tests.support.stream_references import (
     searches_by_term_reference,
     topic_records,
 )
+from streaming.define import Pipeline, Stream, Topic
 from streaming.define.registry import get_pipeline
+from streaming.deployment import Deployment
+from streaming.run.changelog_publisher import ChangelogPublisher
 from streaming.versions.live_pointer import claim_first
 from tests.integration.helpers import (
     check_commits,
@@ -116,3 +123,46 @@ def test_stream_outputs_after_sigkills_mid_publication_hold_each_record_once(
         assert len(published) == len(table)
         expected, _ = reference(records, log_ends(records))
         assert table == expected
+
+
+ORDERS = Topic("orders", key="order_id", value_schema="order_id string, region string")
+ROUTES = {"EU": Topic("orders_eu", key="order_id"), "US": Topic("orders_us", key="order_id")}
+
+
+def _orders(batch: int) -> pa.Table:
+    """Batch ``batch``'s new rows: three orders per region, and one of no region."""
+    regions = ["EU", "US", "EU", "US", "EU", "US", None]
+    return pa.table(
+        {
+            "partition": pa.array([0] * len(regions), pa.int32()),
+            "offset": pa.array(range(batch * 10, batch * 10 + len(regions)), pa.int64()),
+            "order_id": [f"o{batch}-{i}" for i in range(len(regions))],
+            "region": pa.array(regions, pa.string()),
+            "_delete": [False] * len(regions),
+        }
+    )
+
+
+def test_routed_rows_reach_their_topics_once_in_one_transaction_per_batch(settings, broker):
+    stream = Stream(ROUTES, key="order_id", by="region")
+    pipeline = Pipeline(name="routed", version="v1", plan=ORDERS.stream().rows(), publish=stream)
+    output = pipeline.stream_output
+    assert output is not None
+    deployment = Deployment(pipeline.name, "v1", settings.home)
+    driver = ChangelogPublisher(settings, deployment, output.topics[0], ("order_id",), output)
+    sent = []
+    try:
+        for batch in (0, 0, 1):  # batch 0 replayed: its position says it was published
+            with driver.batch(batch) as publisher:
+                assert publisher is not None
+                sent.append(publisher.publish(2, _orders(batch)))
+    finally:
+        driver.close()
+    assert sent == [6, 0, 6]
+    for region, topic in (("EU", "orders_eu"), ("US", "orders_us")):
+        records = replay_published(settings, topic)
+        keys = sorted(r.key.decode() for r in records)
+        assert keys == sorted(
+            f"o{b}-{i}" for b in (0, 1) for i in range(6) if i % 2 == (region == "US")
+        )
+        assert {json.loads(r.value)["region"] for r in records} == {region}
