@@ -14,17 +14,6 @@ import json
 import pyarrow as pa
 import pytest
 
-from tests.support.producing import clickstream, send, trade_events
-from tests.support.reference import log_ends, replay_stamped
-from tests.support.run_together import run_together
-from tests.support.stream_references import (
-    TRADE,
-    large_trades_reference,
-    read_back,
-    search_counts_reference,
-    searches_by_term_reference,
-    topic_records,
-)
 from streaming.define import Pipeline, Stream, Topic
 from streaming.define.registry import get_pipeline
 from streaming.deployment import Deployment
@@ -35,6 +24,17 @@ from tests.integration.helpers import (
     kill_twice_mid_run,
     replay_published,
     run_until_caught_up,
+)
+from tests.support.producing import clickstream, send, trade_events
+from tests.support.reference import log_ends, replay_stamped
+from tests.support.run_together import run_together
+from tests.support.stream_references import (
+    TRADE,
+    large_trades_reference,
+    read_back,
+    search_counts_reference,
+    searches_by_term_reference,
+    topic_records,
 )
 
 pytestmark = pytest.mark.integration
