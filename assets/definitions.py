@@ -29,14 +29,17 @@ def defs() -> Definitions:
     deploy_jobs = {name: deploy_job(name) for name in pipelines}
     suites = quality_checks(pipelines)
     quality_jobs = {name: quality_job(name, check) for name, check in suites.items()}
-    published = {p.publish: table_key(p.name) for p in pipelines.values() if p.publish}
+    published = {t: p for p in pipelines.values() for t in p.output_topics}
     topics = [t for t in all_topics(settings.pipelines) if t not in published]
     reports = [alerts_per_country_asset()] if set(REPORT_INPUTS) <= set(pipelines) else []
     return Definitions(
         assets=[
             *(topic_asset(t, settings.kafka.config_of_topic(t)) for t in topics),
             *(table_asset(p, settings.dagster.retry_delay_s) for p in pipelines.values()),
-            *(output_topic_asset(t, table) for t, table in published.items()),
+            *(
+                output_topic_asset(t, table_key(p.name), stream=p.stream_output is not None)
+                for t, p in published.items()
+            ),
             *reports,
         ],
         asset_checks=[

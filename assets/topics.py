@@ -43,13 +43,15 @@ def topic_asset(topic: str, config: dict[str, str]) -> SourceAsset:
     return _observe
 
 
-def output_topic_asset(topic: str, table: AssetKey) -> AssetSpec:
-    """A topic a pipeline publishes its table's changes to, downstream of that table."""
+def output_topic_asset(topic: str, table: AssetKey, stream: bool = False) -> AssetSpec:
+    """A topic a pipeline writes, downstream of its table: the table's changelog, or (``stream``)
+    the stream of its new rows."""
+    what = "the stream of new rows" if stream else "the changelog"
     return AssetSpec(
         key=topic_key(topic),
         deps=[table],
         group_name="kafka",
-        description=f"Kafka topic `{topic}`: the changelog its table's live version publishes.",
+        description=f"Kafka topic `{topic}`: {what} its table's live version publishes.",
         metadata={"topic": topic, "published_by": table.to_user_string()},
         kinds={"kafka"},
     )

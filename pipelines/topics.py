@@ -63,3 +63,20 @@ TRADES = Topic(
 TRANSACTIONS_ENRICHED = Topic("transactions_enriched")
 FRAUD_ALERTS = Topic("fraud_alerts")
 STOCK_STATS_FINAL = Topic("stock_stats_final")
+
+# Written by the pipelines of the same names as streams, and read back as streams.
+LARGE_TRADES = Topic(
+    "large_trades",
+    key="ticker",
+    value_schema=(
+        "trade_id string, ticker string, price decimal(18,4), size bigint, ts bigint, "
+        "notional decimal(38,4)"
+    ),
+    time="ts",
+)
+SEARCHES_BY_TERM = Topic(
+    "searches_by_term",
+    key="query",
+    value_schema="user_id string, query string, ts bigint",
+    time="ts",
+)

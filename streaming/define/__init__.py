@@ -33,7 +33,9 @@ Aggregations are ``Count``, ``Sum``, ``Min``, ``Max``, ``Mean``, ``Latest`` or a
 ``Aggregator`` the user writes (``initial``, ``add``, ``merge``, ``result``; its state JSON).
 
 Times are ``timedelta``: windows, grace, retention, join bounds, state ``ttl``. A pipeline
-publishes its table's changes to a topic declared like its inputs: ``publish=Topic("name")``.
+publishes its table's changes to a topic declared like its inputs: ``publish=Topic("name")``;
+a stream's rows (``topic.stream().rows()``) go on as records of other topics, keyed by any
+column or routed by one: ``publish=Stream(TOPIC, key="column")``.
 The per-batch ``transform`` form (with a table kind: ``LatestPerKey``, ``Accumulate``) still
 runs, deprecated.
 """
@@ -41,6 +43,7 @@ runs, deprecated.
 from streaming.define.pipeline import Pipeline
 from streaming.define.plan import Plan
 from streaming.define.stateful import Stateful, stateful
+from streaming.define.stream_output import Stream
 from streaming.define.table_kinds import Accumulate, ChangeRows, LatestPerKey, TableKind
 from streaming.define.topic import Topic
 from streaming.operators import (
@@ -82,6 +85,7 @@ __all__ = [
     "Session",
     "Sliding",
     "Stateful",
+    "Stream",
     "Sum",
     "TableKind",
     "Topic",

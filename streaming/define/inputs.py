@@ -21,6 +21,7 @@ from streaming.operators import (
     IntervalJoin,
     Operator,
     OperatorConfigError,
+    StreamRows,
     WindowedAggregate,
 )
 from streaming.operators.windows import Window
@@ -45,6 +46,14 @@ def _plan(
     return plan
 
 
+def _position(position: tuple[str, str]) -> tuple[str, str]:
+    """The two columns ``rows(position=...)`` names, checked."""
+    if isinstance(position, str) or len(position) != 2 or not all(position):
+        msg = f"rows: position names two columns, e.g. ('partition', 'offset'), not {position!r}"
+        raise DefineError(msg)
+    return (position[0], position[1])
+
+
 @dataclass(frozen=True)
 class TableInput:
     """A topic read as a table (see ``Topic.table``)."""
@@ -59,20 +68,13 @@ class TableInput:
             position: two column names, e.g. ``("partition", "offset")``: each row then also
                 holds where its record was read (partition int32, offset int64).
         """
-        if position is not None and (
-            isinstance(position, str) or len(position) != 2 or not all(position)
-        ):
-            msg = (
-                f"rows: position names two columns, e.g. ('partition', 'offset'), not {position!r}"
-            )
-            raise DefineError(msg)
         return _plan(
             "rows",
             (self.topic,),
             Compaction,
             source=source_of(self.topic),
             key_columns=(self.topic.key,),
-            position=None if position is None else tuple(position),
+            position=None if position is None else _position(position),
         )
 
 
@@ -81,6 +83,20 @@ class StreamInput:
     """A topic read as a stream (see ``Topic.stream``)."""
 
     topic: Topic
+
+    def rows(self, *, position: tuple[str, str] = ("partition", "offset")) -> Plan:
+        """Every record as a row, to filter, extend with columns and write to topics
+        (``Pipeline(publish=Stream(...))``): keyed by where the record was read, in the two
+        ``position`` columns (partition int32, offset int64), then the record's columns. Rows are
+        only added: a row the plan's filter rejects is left out. Nothing is late."""
+        return _plan(
+            "rows",
+            (self.topic,),
+            StreamRows,
+            source=source_of(self.topic),
+            key_columns=(self.topic.key,),
+            position=_position(position),
+        )
 
     def group_by(
         self,

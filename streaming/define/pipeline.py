@@ -25,6 +25,7 @@ from streaming.define.fingerprint import fingerprint
 from streaming.define.names import validate_pipeline_name, validate_version
 from streaming.define.output import output_topic, published_name
 from streaming.define.plan import Plan
+from streaming.define.stream_output import Stream, StreamOutput, stream_output
 from streaming.define.table_kinds import Accumulate, ChangeRows, LatestPerKey, TableKind
 from streaming.define.topic import Topic
 from streaming.define.value_schema import check_required, ddl_of, parse_value_schema
@@ -55,7 +56,11 @@ class Pipeline:
         publish: the name of the topic the live version publishes the table's changes to (a
             compacted changelog: key, row as JSON, null on delete; a composite key as compact
             JSON); declare it as a :class:`Topic` (its key and value schema may be left out:
-            they are the table's). Read it with :meth:`output_topic`.
+            they are the table's). Read it with :meth:`output_topic`. Given a :class:`Stream`
+            instead, ``publish`` is None and ``stream`` holds it.
+        stream: where the live version sends each new row, as a record keyed by one of its
+            columns (``publish=Stream(topic, key=...)``); None without. Checked against the
+            table as ``stream_output``.
         description: one line for people.
         settings: anything else that shapes the output; part of the fingerprint.
         quality: the table's domain rules (e.g. ``(Between("n", 1),)``); the quality spec's key
@@ -81,11 +86,14 @@ class Pipeline:
     table: TableKind
     table_schema: pa.Schema
     publish: str | None
+    stream: Stream | None
     description: str
     settings: dict[str, Any]
     quality: Any
     comparison: Any
     promotion: Promotion
+    # Where the rows go as stream records, checked against the table (from ``stream``).
+    stream_output: StreamOutput | None = field(init=False, repr=False, compare=False, default=None)
     # The table's quality spec (``quality.rules.TableSpec``): its key and schema and the rules.
     quality_spec: Any = field(init=False, repr=False, compare=False, default=None)
     # The modules it runs when they are not the ones on disk now (a deployment's pinned code).
@@ -97,7 +105,7 @@ class Pipeline:
         name: str,
         version: str,
         plan: Plan | None = None,
-        publish: Topic | str | None = None,
+        publish: Topic | Stream | str | None = None,
         description: str = "",
         settings: dict[str, Any] | None = None,
         quality: Any = None,
@@ -110,6 +118,7 @@ class Pipeline:
         accepts_tombstones: bool = False,
         table: TableKind | None = None,
         table_schema: pa.Schema | None = None,
+        stream: Stream | None = None,
     ) -> None:
         declared = {
             "name": validate_pipeline_name(name),
@@ -143,8 +152,19 @@ class Pipeline:
                 "and read its table from another pipeline"
             )
             raise DefineError(msg)
+        if isinstance(publish, Stream):  # ``stream`` is how dataclasses.replace hands it back
+            publish, stream = None, publish
+        output = None
+        if stream is not None:
+            if publish is not None:
+                msg = f"pipeline {name}: publish either the table (a Topic) or a Stream"
+                raise DefineError(msg)
+            appends = plan is not None and plan.appends
+            output = stream_output(name, stream, appends, self.table_schema)
         published = published_name(name, publish, self.table.keys, self.table_schema)
         object.__setattr__(self, "publish", published)
+        object.__setattr__(self, "stream", stream)
+        object.__setattr__(self, "stream_output", output)
         object.__setattr__(self, "quality_spec", self._quality_spec())
         if promotion not in ("manual", "auto"):
             msg = f"pipeline {name}: promotion must be 'manual' or 'auto', not {promotion!r}"
@@ -267,6 +287,13 @@ class Pipeline:
             )
         except (SpecError, ValueError) as exc:
             raise DefineError(f"pipeline {self.name}: {exc}") from exc
+
+    @property
+    def output_topics(self) -> tuple[str, ...]:
+        """Every topic it writes: its changelog, or its stream output's topics."""
+        if self.stream_output is not None:
+            return self.stream_output.topics
+        return () if self.publish is None else (self.publish,)
 
     def output_topic(self) -> Topic:
         """The published changelog as a topic another pipeline reads (as a table)."""

@@ -63,6 +63,12 @@ class Plan:
         """The output table's key columns."""
         return tuple(self.operator.key)
 
+    @property
+    def appends(self) -> bool:
+        """Whether the table only gains rows (a stream's rows, ``stream().rows()``): never a
+        correction or a delete, so each row can be sent on as a stream record."""
+        return bool(getattr(self.operator, "appends", False))
+
     def with_columns(self, **columns: pc.Expression) -> Plan:
         """Add (or replace) columns computed from each output row."""
         for name, expression in columns.items():
@@ -164,8 +170,11 @@ class Plan:
         projected = self.project(changes.drop_columns([DELETE]))
         if self.condition is not None:
             keep = projected.column("_keep").fill_null(False)
-            deleted = pc.or_(deleted, pc.invert(keep))
             projected = projected.drop_columns(["_keep"])
+            if self.appends:  # a row never written needs no delete
+                projected, deleted = projected.filter(keep), pc.filter(deleted, keep)
+            else:
+                deleted = pc.or_(deleted, pc.invert(keep))
         projected = projected.select(schema.names).cast(schema)
         return projected.append_column(DELETE, deleted)
 

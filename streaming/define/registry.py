@@ -74,5 +74,5 @@ def all_topics(modules: Sequence[str]) -> list[str]:
 
 
 def published_topics(modules: Sequence[str]) -> list[str]:
-    """Every topic some registered pipeline publishes its changes to."""
-    return sorted({p.publish for p in registry(modules).values() if p.publish})
+    """Every topic some registered pipeline writes (its changelog or its stream output)."""
+    return sorted({t for p in registry(modules).values() for t in p.output_topics})

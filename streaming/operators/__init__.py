@@ -20,6 +20,7 @@ from streaming.operators.key_replay import Delete, KeyedFunction
 from streaming.operators.keyed_process import KeyedProcess
 from streaming.operators.keyed_state import KeyState, ListOf, MapOf, StateSpec, Value
 from streaming.operators.step import Operator, Regrouping, Step, regrouping
+from streaming.operators.stream_rows import StreamRows
 from streaming.operators.user_aggregation import Aggregator
 from streaming.operators.window_aggregate import FinalWindows, WindowedAggregate
 from streaming.operators.windows import Hopping, Session, Sliding, Tumbling
@@ -61,6 +62,7 @@ __all__ = [
     "Source",
     "StateSpec",
     "Step",
+    "StreamRows",
     "Sum",
     "Tumbling",
     "Value",

@@ -1,7 +1,12 @@
 """The driver's side of a deployment's publication (``streaming.run.publication``): for each
 batch it takes the deployment's turn on the live pointer (``streaming.versions.publishing``),
 hands the topic over when the turn asks for it, and gives the batch's tasks the
-:class:`PartitionPublisher` they send their shares with."""
+:class:`PartitionPublisher` they send their shares with.
+
+A stream output (``streaming.define.stream_output``) is published the same way, its position on
+its first topic. Its handover sends nothing: the records an earlier live version sent stay
+where they are, each new row of the new live version follows them, so a reader sees every
+record once rather than the stream's history a second time."""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from streaming.define.stream_output import StreamOutput
 from streaming.delta.table_reader import read_arrow
 from streaming.deployment import Deployment
 from streaming.errors import TableNotFoundError
@@ -32,15 +38,23 @@ from streaming.versions.publishing import Published, publishing_turn
 
 
 class ChangelogPublisher:
-    """Publishes one deployment's changes to ``topic``; its clients are created on first use."""
+    """Publishes one deployment's changes to ``topic``, or its new rows to the topics of its
+    ``stream`` output (``topic`` the first of them); its clients are created on first use."""
 
     def __init__(
-        self, settings: Settings, deployment: Deployment, topic: str, key: str | tuple[str, ...]
+        self,
+        settings: Settings,
+        deployment: Deployment,
+        topic: str,
+        key: str | tuple[str, ...],
+        stream: StreamOutput | None = None,
     ) -> None:
         self.settings = settings
         self.deployment = deployment
         self.topic = topic
         self.key = (key,) if isinstance(key, str) else tuple(key)
+        self.stream = stream
+        self.topics = [topic] if stream is None else list(stream.topics)
         # The driver's own producer: it sends the handovers.
         self._writer = TransactionalProducer(
             settings.kafka.client_config(),
@@ -97,12 +111,13 @@ class ChangelogPublisher:
                 group=self._writer.group,
                 live_since=turn.live_since,
                 batch_id=batch_id,
+                stream=self.stream,
             )
 
     def _hand_over(self, last_batch: int, since: float | None) -> None:
         """Bring the topic to the table at its last commit, in one transaction with the
         driver's position "handed over after ``last_batch`` under switch ``since``"."""
-        records = self._reconciliation()
+        records = self._reconciliation() if self.stream is None else []
         try:
             send_batch(self._writer, self.topic, records, self.deployment.id, last_batch, since)
         except TransactionError as exc:
@@ -112,7 +127,7 @@ class ChangelogPublisher:
     def _ensure_topic(self) -> None:
         """Create the topic once per publisher."""
         if not self._topic_ready:
-            ensure_topics(self.settings, [self.topic])
+            ensure_topics(self.settings, self.topics)
             self._topic_ready = True
 
     def _reconciliation(self) -> list[Record]:

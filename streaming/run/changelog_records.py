@@ -18,6 +18,10 @@ import pyarrow.compute as pc
 
 # (record key, the row as JSON or None on delete)
 Record = tuple[str, bytes | None]
+# (record key, the row as JSON, the topic it goes to): a stream output's record, routed
+RoutedRecord = tuple[str, bytes | None, str]
+# What a publication sends: records to its topic, or routed ones
+Outgoing = Record | RoutedRecord
 
 
 def record_key(row: dict[str, Any], key: tuple[str, ...]) -> str:

@@ -13,10 +13,11 @@ sizes and whatever tasks run where.
   Kafka keys (an as-of or interval join on the key both topics are keyed by, a window or
   aggregate grouped by at least the key, the latest row per key).
 - Not co-partitioned: refused before the query starts, with what to do (produce the topic keyed
-  by the column, give the inputs the same partition count, or repartition through a topic keyed
-  by it). An internal repartition topic would be a second exactly-once hop per record (a
-  transactional producer per task, a topic that must keep every record for exact replays),
-  doubling the log's bytes and a batch's latency; declared in the plan, that cost is visible.
+  by the column, give the inputs the same partition count, or re-key it through a topic with a
+  pipeline of its own: ``publish=Stream(topic, key=column)``, :func:`rekeying`). An internal
+  repartition topic would be a second exactly-once hop per record (a transactional producer per
+  task, a topic that must keep every record for exact replays), doubling the log's bytes and a
+  batch's latency; declared as a pipeline, that cost is visible.
 - An operator the platform cannot relate to its inputs' keys (its ``partitioned_by``, input
   name -> columns, is None): one state partition (``WHOLE``), the whole batch in one task on an
   executor, which is correct whatever the keys.
@@ -73,6 +74,7 @@ def state_partitions(plan: Plan, partition_counts: Mapping[str, int]) -> StatePa
     if keys is None:
         return StatePartitions(Partitioning.WHOLE, 1)
     problems = []
+    rekeyed: list[str] = []
     for topic in plan.inputs:
         columns = keys.get(topic.name, ())
         joined = len(plan.inputs) > 1
@@ -84,6 +86,8 @@ def state_partitions(plan: Plan, partition_counts: Mapping[str, int]) -> StatePa
                 f"input {topic.name!r} is partitioned by its Kafka key {topic.key!r} but the "
                 f"operator keeps its records by {list(columns)}"
             )
+            if columns:
+                rekeyed.append(rekeying(topic.name, columns[0]))
     counts = {topic.name: partition_counts[topic.name] for topic in plan.inputs}
     if len(set(counts.values())) > 1:
         problems.append(f"the inputs have different partition counts {counts}")
@@ -92,7 +96,19 @@ def state_partitions(plan: Plan, partition_counts: Mapping[str, int]) -> StatePa
             "the plan's inputs are not co-partitioned, so its state cannot be split by input "
             f"partition: {'; '.join(problems)}. Produce each input keyed by the column the "
             "operator uses, with the same number of partitions (and the same partitioner), or "
-            "repartition the input through a topic keyed that way first"
+            "re-key the input through a topic first, in a pipeline of its own, and read that "
+            f"topic instead: {'; '.join(rekeyed) or rekeying('<input>', '<column>')}"
         )
         raise CoPartitionError(msg)
     return StatePartitions(Partitioning.BY_INPUT_PARTITION, next(iter(counts.values())))
+
+
+def rekeying(topic: str, column: str) -> str:
+    """The pipeline a user writes to re-key ``topic`` by ``column`` through a topic."""
+    target = f"{topic}_by_{column}".replace("<", "").replace(">", "")
+    declared = topic.upper().replace("<", "").replace(">", "")
+    return (
+        f"Pipeline(name={target!r}, version='v1', plan={declared}.stream().rows(), "
+        f"publish=Stream(Topic({target!r}, key={column!r}, value_schema=...), key={column!r})) "
+        f"({declared}: the Topic declaring {topic!r})"
+    )

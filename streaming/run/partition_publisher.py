@@ -4,15 +4,17 @@ sent through the executor's publisher host (``streaming.run.publisher_host``).""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 import pyarrow as pa
 
+from streaming.define.stream_output import StreamOutput
 from streaming.run import publisher_host
-from streaming.run.changelog_records import change_records
+from streaming.run.changelog_records import Outgoing, change_records
 from streaming.run.partition_share import Share
 from streaming.run.publication import PublicationError
+from streaming.run.stream_records import stream_records
 
 
 @dataclass(frozen=True)
@@ -23,13 +25,14 @@ class PartitionPublisher:
     publisher host."""
 
     client: Mapping[str, str]
-    topic: str
+    topic: str  # the changelog, or the stream output's first topic (it holds the position)
     key: tuple[str, ...]  # the table's key columns
     deployment: str  # its id, stamped on every record
     transactional_id: str  # the deployment's, without the partition suffix
     group: str
     live_since: float | None
     batch_id: int
+    stream: StreamOutput | None = None  # where new rows go, for a stream output
 
     def publish(self, partition: int, changes: pa.Table) -> int:
         """Send ``partition``'s changes of the batch with its position, once
@@ -37,9 +40,15 @@ class PartitionPublisher:
         many records were sent (0 when this batch was sent before)."""
         share = self.share(partition)
         try:
-            return publisher_host.publish(share, lambda: change_records(changes, self.key))
+            return publisher_host.publish(share, lambda: self.records(changes))
         except publisher_host.HostError as exc:
             raise PublicationError(f"publishing to {self.topic!r}: {exc}") from None
+
+    def records(self, changes: pa.Table) -> Iterator[Outgoing]:
+        """The records ``changes`` become: the changelog's, or the stream output's."""
+        if self.stream is not None:
+            return stream_records(changes, self.stream)
+        return change_records(changes, self.key)
 
     def share(self, partition: int) -> Share:
         """``partition``'s share of the batch, under its own transactional id and group."""

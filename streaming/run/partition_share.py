@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from streaming.kafka.transactions import TransactionalProducer
-from streaming.run.changelog_records import Record
+from streaming.run.changelog_records import Outgoing
 from streaming.run.publication import POSITION_PARTITION, parse_position, send_batch
 
 
@@ -35,7 +35,7 @@ class Share:
             return False
         return parse_position(position.metadata).covers(self.batch_id, self.live_since)
 
-    def send(self, records: Iterable[Record]) -> int:
+    def send(self, records: Iterable[Outgoing]) -> int:
         """Send ``records`` and the partition's position in one transaction."""
         return send_batch(
             share_writer(self), self.topic, records, self.deployment, self.batch_id, self.live_since

@@ -59,7 +59,7 @@ from collections.abc import Iterable
 from streaming.deployment import Deployment
 from streaming.errors import RunError
 from streaming.kafka.transactions import TransactionalProducer
-from streaming.run.changelog_records import Record
+from streaming.run.changelog_records import Outgoing
 from streaming.versions.publishing import Published
 
 DEPLOYMENT_HEADER = "kappa.deployment"
@@ -101,14 +101,15 @@ def parse_position(metadata: str) -> Published:
 def send_batch(
     writer: TransactionalProducer,
     topic: str,
-    records: Iterable[Record],
+    records: Iterable[Outgoing],
     deployment_id: str,
     batch_id: int,
     live_since: float | None,
 ) -> int:
-    """Send ``records``, stamped with the deployment and the batch, in one transaction with the
-    writer's position "batch ``batch_id`` published under switch ``live_since``"; returns how many
-    were sent. Raises TransactionError (nothing of it visible)."""
+    """Send ``records`` (to ``topic``, or a routed record to its own), stamped with the
+    deployment and the batch, in one transaction with the writer's position "batch
+    ``batch_id`` published under switch ``live_since``" on ``topic``; returns how many were
+    sent. Raises TransactionError (nothing of it visible)."""
     headers = [
         (DEPLOYMENT_HEADER, deployment_id.encode()),
         (BATCH_HEADER, str(batch_id).encode()),
@@ -116,8 +117,9 @@ def send_batch(
     position = json.dumps({"batch": batch_id, "live_since": live_since})
     sent = 0
     with writer.transaction() as transaction:
-        for key, value in records:
-            transaction.produce(topic, key.encode(), value, headers)
+        for record in records:
+            to = record[2] if len(record) == 3 else topic
+            transaction.produce(to, record[0].encode(), record[1], headers)
             sent += 1
         transaction.commit_position(topic, POSITION_PARTITION, batch_id + 1, position)
     return sent

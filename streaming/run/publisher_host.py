@@ -46,7 +46,7 @@ from typing import Any
 
 from streaming.errors import RunError
 from streaming.kafka.transactions import TransactionError
-from streaming.run.changelog_records import Record
+from streaming.run.changelog_records import Outgoing
 from streaming.run.partition_share import Share, close_writers, forget_writer
 from streaming.wait import wait_until
 
@@ -59,7 +59,9 @@ class HostError(RunError):
     """The publisher host could not be reached, or its request failed."""
 
 
-def publish(share: Share, records: Callable[[], Iterable[Record]], owner: int | None = None) -> int:
+def publish(
+    share: Share, records: Callable[[], Iterable[Outgoing]], owner: int | None = None
+) -> int:
     """Have the host of ``owner`` (default: this worker's daemon, its parent process) send
     ``share`` with ``records()``, once; starts the host if none answers. Returns how many
     records were sent (0 when the batch had been). Raises HostError with the host's message."""
@@ -74,7 +76,9 @@ def publish(share: Share, records: Callable[[], Iterable[Record]], owner: int | 
     return value
 
 
-def _request(share: Share, records: Callable[[], Iterable[Record]], owner: int) -> tuple[str, Any]:
+def _request(
+    share: Share, records: Callable[[], Iterable[Outgoing]], owner: int
+) -> tuple[str, Any]:
     """Steps 1-4 of the protocol (module docstring); the host's last answer."""
     try:
         with _connect(owner) as connection:
@@ -278,7 +282,7 @@ class _Records:
         self._connection = connection
         self._ended = False
 
-    def __iter__(self) -> Iterator[Record]:
+    def __iter__(self) -> Iterator[Outgoing]:
         while not self._ended:
             chunk = self._connection.recv()
             if chunk is None:
@@ -292,7 +296,7 @@ class _Records:
             pass
 
 
-def _chunks(records: Iterable[Record], size: int) -> Iterator[list[Record]]:
+def _chunks(records: Iterable[Outgoing], size: int) -> Iterator[list[Outgoing]]:
     iterator = iter(records)
     while chunk := list(itertools.islice(iterator, size)):
         yield chunk

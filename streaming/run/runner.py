@@ -58,6 +58,10 @@ class PipelineRunner:
         if pipeline.publish is not None:
             key = pipeline.table.keys
             publisher = ChangelogPublisher(settings, deployment, pipeline.publish, key)
+        elif pipeline.stream_output is not None:
+            output = pipeline.stream_output
+            keys = pipeline.table.keys
+            publisher = ChangelogPublisher(settings, deployment, output.topics[0], keys, output)
         self._stop = stop or threading.Event()
         self._query: StreamingQuery | None = None
         self._previous_lag: int | None = None

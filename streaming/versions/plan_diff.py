@@ -70,6 +70,9 @@ def differences(old: Pipeline, new: Pipeline) -> list[Difference]:
         found += _row_differences(old.plan, new.plan, Category.OUTPUT, "")
         if old.publish != new.publish:
             found.append(_output(f"the output topic {old.publish} -> {new.publish}"))
+        if old.stream_output != new.stream_output:
+            old_topics, new_topics = ", ".join(old.output_topics), ", ".join(new.output_topics)
+            found.append(_output(f"the stream output to {old_topics} -> {new_topics}"))
         if old.table_schema != new.table_schema:
             found.append(_output(f"the table's columns {_columns(old)} -> {_columns(new)}"))
     else:

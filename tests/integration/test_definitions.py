@@ -107,3 +107,8 @@ def test_lineage_runs_from_topics_through_tables_and_published_topics_to_reports
     assert parents["tables/clicks_enriched"] == clicks
     assert parents["tables/clicks_per_zip"] == clicks
     assert parents["tables/clicks_last_search"] == {"kafka/searches", "kafka/clicks"}
+    # A stream written to a topic and read from it: searches -> searches_by_term -> counts.
+    assert parents["tables/searches_by_term"] == {"kafka/searches"}
+    assert parents["kafka/searches_by_term"] == {"tables/searches_by_term"}
+    assert parents["tables/search_counts"] == {"kafka/searches_by_term"}
+    assert parents["kafka/large_trades"] == {"tables/large_trades"}

@@ -257,10 +257,12 @@ def trade_events(
     start_ms: int = 1_700_000_000_000,
     step_ms: int = 4_000,
     late_burst_at: int | None = None,
+    block_share: float = 0.0,
 ) -> list[Out]:
     """Trades of :data:`TICKERS` keyed by ticker, one per ``step_ms`` of event time, out of
     order as :func:`_shifted` says; at index ``late_burst_at`` a burst of 20 trades two hours
-    old (a producer coming back from an outage)."""
+    old (a producer coming back from an outage). A ``block_share`` of them are block trades of
+    1,000 to 5,000 shares."""
     rng = random.Random(seed)
     prices = {ticker: Decimal(20 + 15 * k) for k, ticker in enumerate(TICKERS)}
     out = []
@@ -273,7 +275,7 @@ def trade_events(
             "trade_id": f"x{seed}-{i}{suffix}",
             "ticker": ticker,
             "price": float(prices[ticker]),
-            "size": rng.randrange(1, 400),
+            "size": _size(rng, block_share),
             "ts": t,
         }
         return Out("trades", ticker.encode(), json.dumps(value).encode(), timestamp=t)
@@ -284,3 +286,11 @@ def trade_events(
         if i == late_burst_at:
             out += [trade(i, t - 7_200_000 + 200 * j, f"-late{j}") for j in range(20)]
     return out
+
+
+def _size(rng: random.Random, block_share: float) -> int:
+    """A trade's size: a block trade's with probability ``block_share`` (drawn only when some
+    are: the sequence of other trades stays the same)."""
+    if block_share and rng.random() < block_share:
+        return rng.randrange(1_000, 5_000)
+    return rng.randrange(1, 400)

@@ -39,3 +39,26 @@ def test_a_stateful_function_is_split_only_when_its_state_key_holds_the_kafka_ke
     plan = TRANSACTIONS.stream().process(per_currency)
     with pytest.raises(CoPartitionError, match=r"keeps its records by \['currency'\]"):
         state_partitions(plan, {"transactions": 4})
+
+
+def test_a_refusal_names_the_rekeying_pipeline_the_user_can_write():
+    from pipelines.topics import SEARCHES
+    from streaming.define import Count, Pipeline, Stream, Topic
+
+    plan = SEARCHES.stream().group_by("query", aggregations={"searches": Count()})
+    with pytest.raises(CoPartitionError) as refused:
+        state_partitions(plan, {"searches": 4})
+    suggested = (
+        "Pipeline(name='searches_by_query', version='v1', plan=SEARCHES.stream().rows(), "
+        "publish=Stream(Topic('searches_by_query', key='query', value_schema=...), key='query'))"
+    )
+    assert suggested in str(refused.value)
+    # what it names is a pipeline that can be declared
+    by_query = Topic("searches_by_query", key="query", value_schema="query string, ts bigint")
+    rekeyed = Pipeline(
+        name="searches_by_query",
+        version="v1",
+        plan=SEARCHES.stream().rows(),
+        publish=Stream(by_query, key="query"),
+    )
+    assert rekeyed.output_topics == ("searches_by_query",)
