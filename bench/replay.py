@@ -162,7 +162,11 @@ def baseline(bootstrap: str, topic: str) -> tuple[int, float]:
 
 
 def rebuild(
-    settings: Settings, pipeline: str, version: str = "v1", tree: Path = REPO_ROOT
+    settings: Settings,
+    pipeline: str,
+    version: str = "v1",
+    tree: Path = REPO_ROOT,
+    flags: tuple[str, ...] = (),
 ) -> tuple[float, float]:
     """Wall seconds of a cold `python -m streaming run PIPELINE --until-caught-up` of the code
     in ``tree``, and the seconds the job itself reports from its start (after Python and Spark
@@ -173,7 +177,7 @@ def rebuild(
     command = [sys.executable, "-m", "streaming", "run", pipeline, "--until-caught-up"]
     started = time.perf_counter()
     done = subprocess.run(
-        [*command, "--version", version],
+        [*command, "--version", version, *flags],
         env=env,
         cwd=tree,
         capture_output=True,
@@ -259,9 +263,12 @@ def compare(
     settings = private_settings(work / f"home-ab-{linger_ms}", full_jit=True, **overrides)
     broker = EmbeddedBroker(settings)
     broker.start()
-    trees = [("this", REPO_ROOT)]
+    trees: list[tuple[str, Path, tuple[str, ...]]] = [("this", REPO_ROOT, ())]
     if args.baseline_tree:
-        trees.insert(0, ("baseline", args.baseline_tree.resolve()))
+        trees.insert(0, ("baseline", args.baseline_tree.resolve(), ()))
+    for variant in args.variant or []:
+        name, _, flags = variant.partition("=")
+        trees.append((name, REPO_ROOT, tuple(flags.split())))
     try:
         topic = PIPELINES[pipeline]
         ensure_topics(settings, [topic])
@@ -272,10 +279,10 @@ def compare(
         result["baseline_rps"] = round(records / seconds)
         runs = []
         for i in range(args.repeat):
-            for name, tree in trees:
+            for name, tree, flags in trees:
                 version = f"{name}{i}"
                 before = os.getloadavg()[0]
-                wall, running = rebuild(settings, pipeline, version, tree)
+                wall, running = rebuild(settings, pipeline, version, tree, flags)
                 run = {
                     "variant": name,
                     "records": records,
@@ -349,6 +356,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=1, help="A/B rounds")
     parser.add_argument(
         "--baseline-tree", type=Path, help="another checkout whose rebuilds alternate with this"
+    )
+    parser.add_argument(
+        "--variant",
+        action="append",
+        help="NAME=FLAGS: also rebuild with this checkout's code and these run flags",
     )
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="kappa-replay-"))
