@@ -210,11 +210,16 @@ def end_probe(settings: Settings) -> dict[str, float]:
     return {"fresh_listing_s": round(fresh, 3), "trigger_probe_s": round(min(probes), 3)}
 
 
-def measure(hours: float, rate: float, work: Path, linger_ms: int | None) -> dict[str, Any]:
+def bench_settings(home: Path, linger_ms: int | None) -> Settings:
+    """A private platform home whose broker has room for the log, the producer's linger set."""
     overrides: dict[str, object] = {"broker.heap": "1g"}
     if linger_ms is not None:
         overrides["producer.linger_ms"] = linger_ms
-    settings = private_settings(work / f"home-{hours:g}h-{linger_ms}", full_jit=True, **overrides)
+    return private_settings(home, full_jit=True, **overrides)
+
+
+def measure(hours: float, rate: float, work: Path, linger_ms: int | None) -> dict[str, Any]:
+    settings = bench_settings(work / f"home-{hours:g}h-{linger_ms}", linger_ms)
     broker = EmbeddedBroker(settings)
     broker.start()
     try:
@@ -257,10 +262,7 @@ def compare(
     if pipeline != "customers":
         msg = "an A/B compares the customers table with its reference: --pipeline customers"
         raise SystemExit(msg)
-    overrides: dict[str, object] = {"broker.heap": "1g"}
-    if linger_ms is not None:
-        overrides["producer.linger_ms"] = linger_ms
-    settings = private_settings(work / f"home-ab-{linger_ms}", full_jit=True, **overrides)
+    settings = bench_settings(work / f"home-ab-{linger_ms}", linger_ms)
     broker = EmbeddedBroker(settings)
     broker.start()
     trees: list[tuple[str, Path, tuple[str, ...]]] = [("this", REPO_ROOT, ())]
