@@ -284,9 +284,11 @@ def compare(
             for name, tree, flags in trees:
                 version = f"{name}{i}"
                 before = os.getloadavg()[0]
+                started_at = time.time()
                 wall, running = rebuild(settings, pipeline, version, tree, flags)
                 run = {
                     "variant": name,
+                    "started_at": round(started_at, 3),
                     "records": records,
                     "wall_s": round(wall, 2),
                     "rps": round(records / wall),
