@@ -12,8 +12,6 @@ from dagster_graphql import DagsterGraphQLClient
 from kappa.broker import EmbeddedBroker
 from kappa.dagster_api import DagsterApi
 from kappa.platform_up import dagster_dev
-from kappa.testing.broker import delete_topics
-from kappa.testing.settings import private_settings
 from streaming.dagster_names import (
     PARTITION_TAG,
     deploy_job_name,
@@ -22,9 +20,12 @@ from streaming.dagster_names import (
 )
 from streaming.deployment import Deployment
 from streaming.deployment.lock import DeploymentLock
+from streaming.engine.client import stop_engine
 from streaming.processes import ManagedProcess
 from streaming.settings import Settings
 from streaming.wait import wait_until
+from tests.support.broker import delete_topics
+from tests.support.settings import private_settings
 
 
 @dataclass
@@ -89,6 +90,8 @@ def running_platform(home: Path, broker: EmbeddedBroker, **overrides: object) ->
         except Exception:
             pass
         dagster.stop()
+        # The deployments' runs started the engine: it outlives them, as under `kappa up`.
+        stop_engine(settings.home)
 
 
 def _ready(api: DagsterApi) -> bool:

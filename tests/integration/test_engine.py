@@ -14,9 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from kappa.testing.producing import Out, customer_changes, send
-from kappa.testing.reference import customers_state, log_ends, replay
-from kappa.testing.settings import private_settings
 from streaming.delta.table_reader import latest_commit, read_arrow
 from streaming.deployment import Deployment
 from streaming.engine.client import EngineClient, ensure_engine, stop_engine
@@ -25,32 +22,37 @@ from streaming.run.options import RunOptions
 from streaming.settings import Settings
 from streaming.wait import wait_until
 from tests.integration.user_code import customers_module, user_package
+from tests.support.producing import Out, customer_changes, send, transactions
+from tests.support.reference import customers_state, log_ends, replay
+from tests.support.settings import private_settings
 
 pytestmark = pytest.mark.integration
 
 # A stateful function that raises on one record: a bug in a user's pipeline.
-_BOOM = '''"""boom: customers through a function that raises on a customer named boom."""
-from pipelines.topics import CUSTOMERS
+_BOOM = '''"""boom: transactions through a function that raises on the transaction boom."""
+from pipelines.topics import TRANSACTIONS
 from streaming.define import Pipeline, stateful
 
 
-@stateful(by="customer_id", key="customer_id", emits="customer_id string, name string")
-def check(record, state):
-    if record["name"] == "boom":
-        raise ValueError("a customer named boom")
-    return {"customer_id": record["customer_id"], "name": record["name"]}
+@stateful(by="customer_id", key="txn_id", emits="txn_id string, customer_id string")
+def check(txn, state):
+    if txn["txn_id"] == "boom":
+        raise ValueError("a transaction named boom")
+    return {"txn_id": txn["txn_id"], "customer_id": txn["customer_id"]}
 
 
-PIPELINE = Pipeline(name="boom", version="v1", plan=CUSTOMERS.stream().process(check))
+PIPELINE = Pipeline(name="boom", version="v1", plan=TRANSACTIONS.stream().process(check))
 '''
 
 FAST = RunOptions(trigger_interval="0.5 seconds", report_every_s=1.0).model_dump()
+# customers a1, the first deployed, is live; these versions do not wait on its position.
+ALONE = {**FAST, "follow_live": False}
 
 
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory, shared_broker) -> Iterator[tuple[Settings, Path]]:  # type: ignore[no-untyped-def]
     root = tmp_path_factory.mktemp("engine")
-    with user_package(root, "engine_user", customers_module("v1")) as package:
+    with user_package(root, "engine_user", customers_module("a1")) as package:
         (package / "boom.py").write_text(_BOOM)
         ports = shared_broker.settings.broker
         settings = private_settings(
@@ -78,7 +80,8 @@ def _customers(settings: Settings, version: str, records: int, keep) -> None:  #
             and sum(sum(p.values()) for p in from_spark(commit.end_offsets).values()) >= records
         )
 
-    assert wait_until(read_all, timeout_s=120), f"customers {version} did not catch up"
+    states = [(d["id"], d["state"], d["error"]) for d in EngineClient(settings.home).deployments()]
+    assert wait_until(read_all, timeout_s=120), f"customers {version} did not catch up: {states}"
     commit = latest_commit(table)
     assert commit is not None
     log = replay(settings.kafka.bootstrap_servers, "customers")
@@ -92,60 +95,77 @@ def _customers(settings: Settings, version: str, records: int, keep) -> None:  #
     assert actual == expected
 
 
+def _progress(client: EngineClient, deployment: str, since: int) -> list[dict]:
+    """The deployment's progress reports numbered ``since`` and later."""
+    events = client.deployment(deployment, since)["events"]
+    return [e for e in events if e["kind"] == "progress"]
+
+
 def test_a_pipeline_that_raises_fails_its_own_deployment_and_the_others_keep_committing(
     engine, broker
 ):  # type: ignore[no-untyped-def]
     settings, _ = engine
     client = EngineClient(settings.home)
     send(settings, customer_changes(600, seed=3))
-    client.submit("customers", "v1", FAST, "run-customers")
+    send(settings, transactions(300, seed=3))
+    client.submit("customers", "a1", FAST, "run-customers")
     client.submit("boom", "v1", FAST, "run-boom")
     boom = {
+        "txn_id": "boom",
         "customer_id": "k00007",
-        "name": "boom",
-        "email": "b@example.com",
+        "amount": 1,
+        "currency": "EUR",
         "country": "DE",
-        "updated_at": 1_700_000_100_000,
+        "ts": 1_700_000_000_000 + 10**6,  # the latest time: never late
     }
-    send(settings, [Out("customers", b"k00007", json.dumps(boom).encode())])
+    send(settings, [Out("transactions", b"k00007", json.dumps(boom).encode())])
 
     def failed() -> bool:
         return client.deployment("boom__v1")["state"] == "failed"
 
-    assert wait_until(failed, timeout_s=120)
-    assert "a customer named boom" in client.deployment("boom__v1")["error"]
+    assert wait_until(failed, timeout_s=120), [
+        (d["id"], d["state"], d["error"]) for d in client.deployments()
+    ]
+    assert "a transaction named boom" in client.deployment("boom__v1")["error"]
     # The other deployment is untouched: it goes on reading what arrives after the failure.
     send(settings, customer_changes(400, seed=4))
-    assert client.deployment("customers__v1")["state"] == "running"
+    assert client.deployment("customers__a1")["state"] == "running"
     total = sum(
         sum(p.values())
         for p in log_ends(replay(settings.kafka.bootstrap_servers, "customers")).values()
     )
-    _customers(settings, "v1", total, keep=lambda row: True)
-    client.stop("customers__v1")
-    assert wait_until(lambda: client.deployment("customers__v1")["state"] == "stopped", 60)
+    _customers(settings, "a1", total, keep=lambda row: True)
+    # Idle: with no new record, trigger after trigger starts no batch (no Spark job).
+    idle_from = client.deployment("customers__a1")["next"]
+    assert wait_until(lambda: len(_progress(client, "customers__a1", idle_from)) >= 4, 30)
+    idle = _progress(client, "customers__a1", idle_from)
+    assert {e["batches"] for e in idle} == {idle[0]["batches"]}, idle
+    assert {e["total_lag"] for e in idle} == {0}
+    client.stop("customers__a1")
+    assert wait_until(lambda: client.deployment("customers__a1")["state"] == "stopped", 60)
 
 
 def test_two_versions_with_different_code_run_side_by_side(engine, broker):  # type: ignore[no-untyped-def]
     settings, package = engine
     client = EngineClient(settings.home)
     send(settings, customer_changes(800, seed=5))
-    client.submit("customers", "v1", FAST, "run-v1")
+    (package / "customers.py").write_text(customers_module("b1"))
+    client.submit("customers", "b1", ALONE, "run-b1")
     assert wait_until(
-        lambda: latest_commit(Deployment("customers", "v1", settings.home).table_path) is not None,
+        lambda: latest_commit(Deployment("customers", "b1", settings.home).table_path) is not None,
         120,
     )
-    # The user changes the code and deploys it as v2; v1 keeps running the code it was started with.
+    # The user changes the code and deploys it as b2; b1 keeps running the code it started with.
     (package / "customers.py").write_text(
-        customers_module("v2", change='.where(pc.field("country") != "DE")')
+        customers_module("b2", change='.where(pc.field("country") != "DE")')
     )
-    client.submit("customers", "v2", FAST, "run-v2")
+    client.submit("customers", "b2", ALONE, "run-b2")
     send(settings, customer_changes(300, seed=6))
     total = sum(
         sum(p.values())
         for p in log_ends(replay(settings.kafka.bootstrap_servers, "customers")).values()
     )
-    _customers(settings, "v1", total, keep=lambda row: True)
-    _customers(settings, "v2", total, keep=lambda row: row["country"] != "DE")
-    for version in ("v1", "v2"):
+    _customers(settings, "b1", total, keep=lambda row: True)
+    _customers(settings, "b2", total, keep=lambda row: row["country"] != "DE")
+    for version in ("b1", "b2"):
         client.stop(f"customers__{version}")
