@@ -14,6 +14,12 @@ each topic's records in batches of exactly that size. Then, in the same run:
 
 Usage: ``python -m bench.replay [--hours 1 --hours 24] [--rate 200] [--linger-ms 1000 ...]``;
 run it under the shared heavy-run lock. Prints a table and writes ``bench/results/replay-*.json``.
+
+A/B of one pipeline's rebuild, in the same run on the same log:
+``python -m bench.replay --pipeline customers --events 2000000 --linger-ms 50 --repeat 2
+--baseline-tree /path/to/other/checkout``: only the pipeline's topic is produced (``--events``
+counts its records), and the rebuilds alternate between the other checkout's code and this one's,
+each a new version checked against the reference.
 """
 
 from __future__ import annotations
@@ -56,16 +62,22 @@ def batch_sizes(sample: list[str], rate: float, partitions: int, linger_ms: int)
     return sizes
 
 
-def produce(settings: Settings, hours: float, rate: float) -> dict[str, Any]:
-    """``hours`` of demo events (timestamps spread at ``rate``) with the demo's batch sizes."""
+def produce(
+    settings: Settings, hours: float, rate: float, topics: tuple[str, ...] = TOPICS
+) -> dict[str, Any]:
+    """``hours`` of demo events (timestamps spread at ``rate``) with the demo's batch sizes, of
+    ``topics`` only (then ``hours`` counts their records alone)."""
     total = round(hours * 3600 * rate)
     start_ms = int(time.time() * 1000) - int(hours * 3600 * 1000)
     # The fraud-detection half of the demo (profiles and payments): the two pipelines rebuilt
     # below read exactly these topics.
+    step_ms = max(1, round(1000 / rate))
+    # The customers topic alone comes faster from a stream of profile changes only (the demo's
+    # customers, tombstone share and out-of-order share) than filtered out of the whole demo.
+    only = {"profile_share": 1.0, "clickstream_share": 0.0, "trade_share": 0.0}
+    mix = only if topics == (CUSTOMERS_TOPIC,) else {}
     stream = (
-        e
-        for e in events(seed=7, start_ms=start_ms, step_ms=max(1, round(1000 / rate)))
-        if e.topic in TOPICS
+        e for e in events(seed=7, start_ms=start_ms, step_ms=step_ms, **mix) if e.topic in topics
     )
     sample = [e.topic for e in islice(events(seed=7, start_ms=start_ms), 50_000)]
     sample = [t for t in sample if t in TOPICS]
@@ -84,10 +96,10 @@ def produce(settings: Settings, hours: float, rate: float) -> dict[str, Any]:
                 "message.timeout.ms": 600_000,
             }
         )
-        for topic in TOPICS
+        for topic in topics
     }
     failures: list[str] = []
-    counts = dict.fromkeys(TOPICS, 0)
+    counts = dict.fromkeys(topics, 0)
     started = time.perf_counter()
     for i, event in enumerate(islice(stream, total)):
         producer = producers[event.topic]
@@ -110,7 +122,7 @@ def produce(settings: Settings, hours: float, rate: float) -> dict[str, Any]:
     if failures:
         msg = f"{len(failures)} records not delivered: {failures[0]}"
         raise RuntimeError(msg)
-    batches = {t: -(-counts[t] // sizes[t]) for t in TOPICS}
+    batches = {t: -(-counts[t] // sizes[t]) for t in topics}
     return {
         "events": total,
         "records": counts,
@@ -149,15 +161,25 @@ def baseline(bootstrap: str, topic: str) -> tuple[int, float]:
     return count, time.perf_counter() - started
 
 
-def rebuild(settings: Settings, pipeline: str) -> tuple[float, float]:
-    """Wall seconds of a cold `python -m streaming run PIPELINE --until-caught-up`, and the
-    seconds the job itself reports from its start (after Python and Spark start-up) to done."""
+def rebuild(
+    settings: Settings,
+    pipeline: str,
+    version: str = "v1",
+    tree: Path = REPO_ROOT,
+    flags: tuple[str, ...] = (),
+) -> tuple[float, float]:
+    """Wall seconds of a cold `python -m streaming run PIPELINE --until-caught-up` of the code
+    in ``tree``, and the seconds the job itself reports from its start (after Python and Spark
+    start-up) to done."""
     env = {**os.environ, **settings.to_env()}
+    if tree != REPO_ROOT:
+        env["PYTHONPATH"] = str(tree)  # ahead of this checkout's editable install
+    command = [sys.executable, "-m", "streaming", "run", pipeline, "--until-caught-up"]
     started = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "streaming", "run", pipeline, "--until-caught-up"],
+        [*command, "--version", version, *flags],
         env=env,
-        cwd=REPO_ROOT,
+        cwd=tree,
         capture_output=True,
         text=True,
         check=False,
@@ -188,11 +210,16 @@ def end_probe(settings: Settings) -> dict[str, float]:
     return {"fresh_listing_s": round(fresh, 3), "trigger_probe_s": round(min(probes), 3)}
 
 
-def measure(hours: float, rate: float, work: Path, linger_ms: int | None) -> dict[str, Any]:
+def bench_settings(home: Path, linger_ms: int | None) -> Settings:
+    """A private platform home whose broker has room for the log, the producer's linger set."""
     overrides: dict[str, object] = {"broker.heap": "1g"}
     if linger_ms is not None:
         overrides["producer.linger_ms"] = linger_ms
-    settings = private_settings(work / f"home-{hours:g}h-{linger_ms}", full_jit=True, **overrides)
+    return private_settings(home, full_jit=True, **overrides)
+
+
+def measure(hours: float, rate: float, work: Path, linger_ms: int | None) -> dict[str, Any]:
+    settings = bench_settings(work / f"home-{hours:g}h-{linger_ms}", linger_ms)
     broker = EmbeddedBroker(settings)
     broker.start()
     try:
@@ -220,10 +247,66 @@ def measure(hours: float, rate: float, work: Path, linger_ms: int | None) -> dic
         broker.stop()
 
 
-def check(settings: Settings, result: dict[str, Any]) -> bool:
-    path = Deployment("customers", "v1", settings.home).table_path
+def customers_exact(settings: Settings, version: str = "v1") -> bool:
+    """The customers table of ``version`` equals an independent replay of its topic."""
+    path = Deployment("customers", version, settings.home).table_path
     table = table_state(read_arrow(path).to_pylist(), "customer_id")
-    same = table == customers_state(replay(settings.kafka.bootstrap_servers, CUSTOMERS_TOPIC))
+    return table == customers_state(replay(settings.kafka.bootstrap_servers, CUSTOMERS_TOPIC))
+
+
+def compare(
+    hours: float, rate: float, work: Path, linger_ms: int | None, args: argparse.Namespace
+) -> dict[str, Any]:
+    """Rebuilds of one pipeline on one log, alternating the other checkout's code with this."""
+    pipeline = args.pipeline
+    if pipeline != "customers":
+        msg = "an A/B compares the customers table with its reference: --pipeline customers"
+        raise SystemExit(msg)
+    settings = bench_settings(work / f"home-ab-{linger_ms}", linger_ms)
+    broker = EmbeddedBroker(settings)
+    broker.start()
+    trees: list[tuple[str, Path, tuple[str, ...]]] = [("this", REPO_ROOT, ())]
+    if args.baseline_tree:
+        trees.insert(0, ("baseline", args.baseline_tree.resolve(), ()))
+    for variant in args.variant or []:
+        name, _, flags = variant.partition("=")
+        trees.append((name, REPO_ROOT, tuple(flags.split())))
+    try:
+        topic = PIPELINES[pipeline]
+        ensure_topics(settings, [topic])
+        produced = produce(settings, hours, rate, (topic,))
+        result: dict[str, Any] = {"hours": hours, "rate": rate, **produced}
+        result["linger_ms"] = settings.producer.linger_ms
+        records, seconds = baseline(settings.kafka.bootstrap_servers, topic)
+        result["baseline_rps"] = round(records / seconds)
+        runs = []
+        for i in range(args.repeat):
+            for name, tree, flags in trees:
+                version = f"{name}{i}"
+                before = os.getloadavg()[0]
+                started_at = time.time()
+                wall, running = rebuild(settings, pipeline, version, tree, flags)
+                run = {
+                    "variant": name,
+                    "started_at": round(started_at, 3),
+                    "records": records,
+                    "wall_s": round(wall, 2),
+                    "rps": round(records / wall),
+                    "running_s": round(running, 2),
+                    "load": [round(before, 2), round(os.getloadavg()[0], 2)],
+                    "exact": customers_exact(settings, version),
+                }
+                runs.append(run)
+                print(run, flush=True)
+        result["runs"] = runs
+        result["correct"] = all(r["exact"] for r in runs)
+        return result
+    finally:
+        broker.stop()
+
+
+def check(settings: Settings, result: dict[str, Any]) -> bool:
+    same = customers_exact(settings)
     spend = read_arrow(Deployment("customer_spend", "v1", settings.home).table_path)
     counted = sum(spend.column("txn_count").to_pylist())
     return same and counted == result["records"][TRANSACTIONS_TOPIC]
@@ -273,6 +356,16 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         help="the producer's linger to simulate (default: producer.linger_ms); repeat to compare",
     )
+    parser.add_argument("--pipeline", choices=sorted(PIPELINES), help="A/B of this rebuild only")
+    parser.add_argument("--repeat", type=int, default=1, help="A/B rounds")
+    parser.add_argument(
+        "--baseline-tree", type=Path, help="another checkout whose rebuilds alternate with this"
+    )
+    parser.add_argument(
+        "--variant",
+        action="append",
+        help="NAME=FLAGS: also rebuild with this checkout's code and these run flags",
+    )
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="kappa-replay-"))
     results = []
@@ -280,6 +373,9 @@ def main(argv: list[str] | None = None) -> int:
         durations = [*(args.hours or []), *(n / args.rate / 3600 for n in args.events or [])]
         for hours in durations or [1.0, 24.0]:
             for linger_ms in args.linger_ms or [None]:
+                if args.pipeline:
+                    results.append(compare(hours, args.rate, work, linger_ms, args))
+                    continue
                 results.append(measure(hours, args.rate, work, linger_ms))
                 _print(results[-1])
     finally:

@@ -20,10 +20,15 @@ LATEST = -1
 # A Spark task costs about 0.1 s to start; below about this many records per task, one task
 # reading more partitions is faster than several in parallel.
 MIN_TASK_RECORDS = 25_000
-# Records per micro-batch unless configured: a backlog (a rebuild, a restart after downtime) is
-# read in batches of this size. Larger batches are no faster per record (measured: 200,000 and
-# 400,000 within 3%) but hold more memory, and a single batch of 1,000,000 was 1.8x slower.
+# Records per micro-batch unless configured, for a deployment that follows the log: a backlog (a
+# restart after downtime) is read in batches of this size, so its first commits come soon.
 DEFAULT_BATCH_RECORDS = 250_000
+# The same for a run until caught up (a rebuild from the first offset). Every batch pays a fixed
+# cost, most of it each task's new consumer and its first fetches, so fewer, larger batches finish
+# a backlog sooner: 2,000,000 customer changes took 7.8-7.9 s of batches at this size against
+# 9.3-11.6 s at 250,000, and 6.1-7.8 s as one batch (bench/RESULTS.md). The cost is memory: a task
+# holds its share of the batch's records and, one partition at a time, their decoding.
+CATCH_UP_BATCH_RECORDS = 1_000_000
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from streaming.errors import RunError
-from streaming.kafka.offsets import DEFAULT_BATCH_RECORDS
+from streaming.kafka.offsets import CATCH_UP_BATCH_RECORDS, DEFAULT_BATCH_RECORDS
 from streaming.run.health import HealthThresholds
 
 
@@ -40,9 +40,10 @@ class LaunchOptions(BaseModel):
         json_schema_extra=_flag("--trigger-interval"),
     )
     max_offsets_per_trigger: int | None = Field(
-        default=DEFAULT_BATCH_RECORDS,
+        default=None,
         gt=0,
-        description="records per micro-batch at most (a backlog is read in batches this size)",
+        description="records per micro-batch at most (a backlog is read in batches this size; "
+        f"default: {DEFAULT_BATCH_RECORDS:,}, and {CATCH_UP_BATCH_RECORDS:,} until caught up)",
         json_schema_extra=_flag("--max-offsets-per-trigger"),
     )
     starting_offsets: str = Field(
@@ -91,6 +92,14 @@ class LaunchOptions(BaseModel):
     @property
     def until_caught_up(self) -> bool:
         return self.mode == "until_caught_up"
+
+    @property
+    def batch_records(self) -> int:
+        """Records per micro-batch at most: the option's, or by default larger batches while
+        catching up (the run ends at the log's end) than while following the log."""
+        if self.max_offsets_per_trigger is not None:
+            return self.max_offsets_per_trigger
+        return CATCH_UP_BATCH_RECORDS if self.until_caught_up else DEFAULT_BATCH_RECORDS
 
     @property
     def thresholds(self) -> HealthThresholds:

@@ -266,17 +266,22 @@ def decode(topic: Topic, decoder: ValueDecoder, raw: pa.Table) -> tuple[pa.Table
     ok = decoded.error.is_null()
     dead = raw.select(list(RAW_COLUMNS)).filter(pc.invert(ok))
     dead = dead.append_column("error", decoded.error.filter(pc.invert(ok)))
-    value = decoded.value.filter(ok)
-    columns: dict[str, pa.Array] = {topic.key: keys.filter(ok).cast(pa.string())}
+
+    # Most batches decode whole: then nothing is copied to drop their bad records.
+    def good(data: pa.Array | pa.Table) -> pa.Array | pa.Table:
+        return data if dead.num_rows == 0 else data.filter(ok)
+
+    value = good(decoded.value)
+    columns: dict[str, pa.Array] = {topic.key: good(keys).cast(pa.string())}
     for field in topic.fields:
         if field.name != topic.key:
             columns[field.name] = pc.struct_field(value, field.name)
-    kept = raw.filter(ok)
+    kept = good(raw.select(["partition", "offset", "timestamp"]))
     columns["_partition"] = kept.column("partition").cast(pa.int32())
     columns["_offset"] = kept.column("offset").cast(pa.int64())
     columns["_timestamp"] = kept.column("timestamp")
     if topic.changelog:
-        columns["_delete"] = decoded.tombstone.filter(ok)
+        columns["_delete"] = good(decoded.tombstone)
     return pa.table(columns), dead
 
 

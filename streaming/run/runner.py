@@ -129,10 +129,7 @@ class PipelineRunner:
             reader = reader.option("cutLog", str(self.settings.home.cuts))
             reader = reader.option("cutIntervalMs", str(max(1, round(cuts.interval_s * 1000))))
             reader = reader.option("cutRetentionMs", str(max(1, round(cuts.retention_s * 1000))))
-        if self.options.max_offsets_per_trigger:
-            reader = reader.option(
-                "maxOffsetsPerTrigger", str(self.options.max_offsets_per_trigger)
-            )
+        reader = reader.option("maxOffsetsPerTrigger", str(self.options.batch_records))
         for key, value in self.kafka.client_config().items():
             reader = reader.option(f"kafka.{key}", value)
         writer = (

@@ -10,6 +10,7 @@ import pytest
 from assets.own_process import streaming_command
 from assets.tables import StreamingRunConfig
 from streaming.errors import KappaError
+from streaming.kafka.offsets import CATCH_UP_BATCH_RECORDS, DEFAULT_BATCH_RECORDS
 from streaming.run.job import add_run_arguments
 from streaming.run.options import LaunchOptions, RunOptions, from_flags, to_flags
 
@@ -90,3 +91,16 @@ def test_forward_only_is_a_launch_option_and_a_flag():
     options = LaunchOptions.model_validate(config.model_dump())
     assert to_flags(options) == ["--forward-only"]
     assert from_flags(_parse("--forward-only")).forward_only
+
+
+def test_a_run_until_caught_up_reads_larger_batches_unless_told():
+    assert from_flags(_parse()).batch_records == DEFAULT_BATCH_RECORDS
+    assert from_flags(_parse("--until-caught-up")).batch_records == CATCH_UP_BATCH_RECORDS
+    told = from_flags(_parse("--until-caught-up", "--max-offsets-per-trigger", "700"))
+    assert told.batch_records == 700
+    # Dagster's launch config and an engine request carry the option as it was given.
+    config = StreamingRunConfig(mode="until_caught_up")
+    launched = RunOptions.model_validate(
+        LaunchOptions.model_validate(config.model_dump()).model_dump()
+    )
+    assert launched.batch_records == CATCH_UP_BATCH_RECORDS
