@@ -93,7 +93,10 @@ class StreamInput:
     ) -> Plan:
         """Aggregates per group of ``columns``: one row per group, or, with a ``window``, per
         group and event-time window (keyed by the columns and ``window_start``, with
-        ``window_end``), holding the aggregates of its records so far.
+        ``window_end``; a ``Session`` by the columns and ``session_start``, its first record's
+        time, with ``session_end``, its last one's), holding the aggregates of its records so
+        far. A record within grace that bridges two sessions merges them: both rows are
+        deleted and the merged one written.
 
         Args:
             columns: the grouping columns.

@@ -27,6 +27,8 @@ from streaming.operators.errors import OperatorConfigError
 
 START = "window_start"
 END = "window_end"
+SESSION_START = "session_start"
+SESSION_END = "session_end"
 
 
 def _length(

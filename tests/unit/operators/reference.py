@@ -161,7 +161,7 @@ def windowed(
     records = on_time(log, prefix, name, time, dead)
     groups: dict[tuple, list[Record]] = {}
     bounds: dict[tuple, int] = {}
-    if window[0] == "session":
+    if window[0] == "session":  # keyed by session_start, with session_end (the last time)
         gap = window[1]
         by_key: dict[tuple, list[Record]] = {}
         for record in records:
@@ -180,12 +180,18 @@ def windowed(
                 start = event_time(session[0], time)
                 groups[(*k, start)] = session
                 bounds[(*k, start)] = event_time(session[-1], time) + gap
-    else:
-        for record in records:
-            for start, end in windows_of(event_time(record, time), window):
-                wkey = (*(record[c] for c in key), start)
-                groups.setdefault(wkey, []).append(record)
-                bounds[wkey] = end
+        table = {}
+        for wkey, rs in groups.items():
+            if retention is not None and bounds[wkey] + retention <= h:
+                continue
+            last = bounds[wkey] - gap
+            table[wkey] = {"session_end": last, **aggregate(rs, aggregations, time)}
+        return table, dead
+    for record in records:
+        for start, end in windows_of(event_time(record, time), window):
+            wkey = (*(record[c] for c in key), start)
+            groups.setdefault(wkey, []).append(record)
+            bounds[wkey] = end
     table = {}
     for wkey, rs in groups.items():
         end = bounds[wkey]
