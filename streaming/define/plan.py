@@ -63,6 +63,11 @@ class Plan:
         """The output table's key columns."""
         return tuple(self.operator.key)
 
+    @property
+    def nullable_key(self) -> tuple[str, ...]:
+        """The key columns that may be null (an outer join's rows without a match)."""
+        return tuple(getattr(self.operator, "nullable_key", ()))
+
     def with_columns(self, **columns: pc.Expression) -> Plan:
         """Add (or replace) columns computed from each output row."""
         for name, expression in columns.items():

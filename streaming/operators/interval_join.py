@@ -147,6 +147,14 @@ class IntervalJoin:
             return self.key_columns
         return (*self.key_columns, *[self.right_columns[c] for c in self.right_key])
 
+    @property
+    def nullable_key(self) -> tuple[str, ...]:
+        """The key columns a row may hold null: the side a row without a match lacks."""
+        if self.pick == "latest" or self.how == "inner":
+            return ()
+        right = tuple(self.right_columns[c] for c in self.right_key)
+        return right if self.how == "left" else (*self.key_columns, *right)
+
     def initial_state(self) -> State:
         return {CLOCK: empty_clock()}
 
