@@ -226,21 +226,8 @@ class StreamInput:
             how: ``"left"`` keeps records without a match (null columns); ``"inner"`` drops them.
             grace: how far below its partition's stream time a record may be and still count.
         """
-        return _plan(
-            "join_latest_within",
-            (self.topic, other.topic),
-            IntervalJoin,
-            left=source_of(self.topic),
-            right=source_of(other.topic),
-            on=column_names(on),
-            right_on=column_names(on),
-            key_columns=column_names(key),
-            right_columns=dict(columns),
-            before_ms=period_ms(before),
-            after_ms=period_ms(after),
-            how=how,
-            pick="latest",
-            grace_ms=period_ms(grace),
+        return self._interval_join(
+            "join_latest_within", other, on, key, columns, (before, after), grace, how=how
         )
 
     def join_within(
@@ -282,8 +269,33 @@ class StreamInput:
         added = dict(columns)
         for name in column_names(other_key):
             added.setdefault(name, name)
-        return _plan(
+        return self._interval_join(
             "join_within",
+            other,
+            on,
+            key,
+            added,
+            (before, after),
+            grace,
+            how=how,
+            pick="all",
+            right_key=column_names(other_key),
+        )
+
+    def _interval_join(
+        self,
+        what: str,
+        other: StreamInput,
+        on: str | tuple[str, ...],
+        key: str | tuple[str, ...],
+        columns: Mapping[str, str],
+        bound: tuple[timedelta, timedelta],
+        grace: timedelta,
+        **config: object,
+    ) -> Plan:
+        """The interval join of this stream with ``other`` (``bound``: before, after)."""
+        return _plan(
+            what,
             (self.topic, other.topic),
             IntervalJoin,
             left=source_of(self.topic),
@@ -291,13 +303,11 @@ class StreamInput:
             on=column_names(on),
             right_on=column_names(on),
             key_columns=column_names(key),
-            right_columns=added,
-            before_ms=period_ms(before),
-            after_ms=period_ms(after),
-            how=how,
-            pick="all",
-            right_key=column_names(other_key),
+            right_columns=dict(columns),
+            before_ms=period_ms(bound[0]),
+            after_ms=period_ms(bound[1]),
             grace_ms=period_ms(grace),
+            **{"pick": "latest", **config},
         )
 
     def join_as_of(

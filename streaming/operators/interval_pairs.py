@@ -62,14 +62,16 @@ def all_pairs(
     return [pair_rows(join, group, all_rights, pairs, kept, schema)]
 
 
-def matching_pairs(join: IntervalJoin, lefts: pa.Table, rights: pa.Table | None) -> pd.DataFrame:
+def matching_pairs(
+    join: IntervalJoin, lefts: pa.Table | None, rights: pa.Table | None
+) -> pd.DataFrame:
     """Matching (``__left``, ``__right``) row index pairs between two tables."""
     # Imported here: pandas is a fifth of a second that every Spark Python worker importing the
     # authoring API would otherwise pay, and only the interval join uses it.
     import pandas as pd
 
     empty = pd.DataFrame({"__left": [], "__right": []}, dtype=np.int64)
-    if rights is None or rights.num_rows == 0 or lefts.num_rows == 0:
+    if rights is None or lefts is None or rights.num_rows == 0 or lefts.num_rows == 0:
         return empty
     left = lefts.select([*join.on, TIME]).to_pandas()
     left["__left"] = np.arange(lefts.num_rows)
@@ -125,36 +127,46 @@ def unmatched_rows(
     if after is None or after == before:
         return []
     lefts, rights = transition.table(LEFT), transition.table(RIGHT)
-    if lefts is None or lefts.num_rows == 0:
-        return []
     parts = []
-    closing = _closing(lefts, join.after_ms, before, after)
-    if len(closing):
-        candidates = lefts.take(pa.array(closing))
-        matched = matching_pairs(join, candidates, rights)["__left"].to_numpy()
-        lonely = candidates.filter(~np.isin(np.arange(candidates.num_rows), matched))
-        lonely = lonely.take(pa.array(last_per_key(lonely, list(join.key_columns), ORDER)))
+    lonely = _alone(join, LEFT, lefts, rights, join.after_ms, before, after)
+    if lonely is not None:
         nothing = np.full(lonely.num_rows, -1)
         parts.append(upserts(join.assemble(lonely, None, nothing, kept, schema)))
-    if join.how == "outer" and rights is not None and rights.num_rows:
-        closing = _closing(rights, join.before_ms, before, after)
-        if len(closing):
-            candidates = rights.take(pa.array(closing))
-            reached = matching_pairs(join, lefts, candidates)["__right"].to_numpy()
-            lonely = candidates.filter(~np.isin(np.arange(candidates.num_rows), reached))
-            lonely = lonely.take(pa.array(last_per_key(lonely, list(join.right_key), ORDER)))
+    if join.how == "outer":
+        lonely = _alone(join, RIGHT, rights, lefts, join.before_ms, before, after)
+        if lonely is not None:
             parts.append(upserts(_right_only(join, lonely, schema)))
     return parts
 
 
-def _closing(records: pa.Table, reach: int, before: int | None, after: int) -> np.ndarray:
-    """Indices of the records whose last matching time (event time + ``reach``) the horizon
-    passed in this step (from ``before`` to ``after``)."""
+def _alone(
+    join: IntervalJoin,
+    side: str,
+    records: pa.Table | None,
+    others: pa.Table | None,
+    reach: int,
+    since: int | None,
+    until: int,
+) -> pa.Table | None:
+    """The ``side`` records whose last matching time (event time + ``reach``) the horizon
+    passed in this step (from ``since`` to ``until``), without a match among ``others``: per
+    output key the greatest."""
+    if records is None or records.num_rows == 0:
+        return None
     last = records.column(TIME).to_numpy() + reach
-    closed = last < after
-    if before is not None:
-        closed &= last >= before
-    return np.flatnonzero(closed)
+    closed = last < until
+    if since is not None:
+        closed &= last >= since
+    if not closed.any():
+        return None
+    candidates = records.filter(pa.array(closed))
+    if side == LEFT:
+        pairs = matching_pairs(join, candidates, others)["__left"]
+    else:
+        pairs = matching_pairs(join, others, candidates)["__right"]
+    lonely = candidates.filter(~np.isin(np.arange(candidates.num_rows), pairs.to_numpy()))
+    key = join.key_columns if side == LEFT else join.right_key
+    return lonely.take(pa.array(last_per_key(lonely, list(key), ORDER)))
 
 
 def _right_only(join: IntervalJoin, rights: pa.Table, schema: pa.Schema) -> pa.Table:
