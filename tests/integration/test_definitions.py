@@ -106,3 +106,4 @@ def test_lineage_runs_from_topics_through_tables_and_published_topics_to_reports
     assert parents["tables/clicks_enriched"] == clicks
     assert parents["tables/clicks_per_zip"] == clicks
     assert parents["tables/clicks_last_search"] == {"kafka/searches", "kafka/clicks"}
+    assert parents["tables/click_sessions"] == {"kafka/clicks"}
