@@ -205,16 +205,19 @@ class TableSpec:
     Attributes:
         name: the table's logical name (the pipeline name), used for suite and report names.
         key: the key column, or the columns of a composite key (a tuple); each key column
-            must be non-null and the key unique.
+            must be non-null (except ``nullable_keys``) and the key unique.
         schema: column -> Spark simple type string ("string", "bigint", "decimal(18,2)").
             Stored in Spark's canonical spelling ("long" becomes "bigint").
         rules: the domain rules, checked in order.
+        nullable_keys: key columns that may be null (an outer join's row without a match
+            lacks one side's key).
     """
 
     name: str
     key: str | tuple[str, ...]
     schema: Mapping[str, str]
     rules: tuple[Rule, ...] = ()
+    nullable_keys: tuple[str, ...] = ()
 
     @property
     def keys(self) -> tuple[str, ...]:
@@ -232,6 +235,11 @@ class TableSpec:
             object.__setattr__(self, "key", tuple(self.key))
         if not self.keys:
             msg = f"TableSpec {self.name!r}: name the key column(s)"
+            raise SpecError(msg)
+        object.__setattr__(self, "nullable_keys", tuple(self.nullable_keys))
+        stray = [c for c in self.nullable_keys if c not in self.keys]
+        if stray:
+            msg = f"TableSpec {self.name!r}: nullable keys {stray} are not key columns"
             raise SpecError(msg)
         for column in self.keys:
             if column not in schema:

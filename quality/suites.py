@@ -1,10 +1,10 @@
 """Per-table expectation suites built from a :class:`~quality.rules.TableSpec`, and running them.
 
-A table's suite checks: the key is non-null and unique; the columns are exactly the spec's;
-each column has the spec's type; and every domain rule. Great Expectations checks Spark types
-by class (``DecimalType``), so for parametrised types (decimal precision and scale, element
-types) the exact type is also compared with the DataFrame's schema and reported as an outcome
-whose ``source`` is ``"spark_schema"``.
+A table's suite checks: the key is non-null (but for the columns declared nullable) and
+unique; the columns are exactly the spec's; each column has the spec's type; and every domain
+rule. Great Expectations checks Spark types by class (``DecimalType``), so for parametrised
+types (decimal precision and scale, element types) the exact type is also compared with the
+DataFrame's schema and reported as an outcome whose ``source`` is ``"spark_schema"``.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ def table_checks(spec: TableSpec, now_ms: int) -> list[Check]:
             {"column": key},
         )
         for key in spec.keys
+        if key not in spec.nullable_keys
     ]
     key = ", ".join(spec.keys)
     if len(spec.keys) == 1:

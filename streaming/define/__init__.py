@@ -12,6 +12,9 @@ built from them with one call per operator, then row-wise columns and filters::
     TRADES.stream().group_by("ticker", window=Tumbling(timedelta(minutes=1)), aggregations=...)
     TRADES.stream().group_by("ticker", window=Sliding(timedelta(minutes=5)), aggregations=...)
     TRANSACTIONS.stream().join_as_of(CUSTOMERS.table(), on=..., key=..., columns=...)
+    CLICKS.stream().group_by("user_id", window=Session(timedelta(minutes=30)), aggregations=...)
+    CLICKS.stream().join_within(SEARCHES.stream(), on=..., key=..., other_key=..., how="left",
+                                columns=..., before=timedelta(minutes=10))  # every match
     TRANSACTIONS.stream().process(history)                 # a function over per-key state
 
 where ``history`` is a function the user writes over per-key state::

@@ -109,7 +109,10 @@ class StreamInput:
     ) -> Plan:
         """Aggregates per group of ``columns``: one row per group, or, with a ``window``, per
         group and event-time window (keyed by the columns and ``window_start``, with
-        ``window_end``), holding the aggregates of its records so far.
+        ``window_end``; a ``Session`` by the columns and ``session_start``, its first record's
+        time, with ``session_end``, its last one's), holding the aggregates of its records so
+        far. A record within grace that bridges two sessions merges them: both rows are
+        deleted and the merged one written.
 
         Args:
             columns: the grouping columns.
@@ -239,8 +242,76 @@ class StreamInput:
             how: ``"left"`` keeps records without a match (null columns); ``"inner"`` drops them.
             grace: how far below its partition's stream time a record may be and still count.
         """
+        return self._interval_join(
+            "join_latest_within", other, on, key, columns, (before, after), grace, how=how
+        )
+
+    def join_within(
+        self,
+        other: StreamInput,
+        *,
+        on: str | tuple[str, ...],
+        key: str | tuple[str, ...],
+        other_key: str | tuple[str, ...],
+        columns: Mapping[str, str],
+        before: timedelta,
+        after: timedelta = timedelta(0),
+        how: Literal["inner", "left", "outer"] = "inner",
+        grace: timedelta = DEFAULT_GRACE,
+    ) -> Plan:
+        """Every pair of this stream's records and ``other``'s of the same join key, the other's
+        event time within [t - before, t + after] of this one's t (Kafka Streams'
+        KStream-KStream join): one row per pair, keyed by ``key`` and ``other_key``.
+
+        Args:
+            other: the other stream; its join columns have the names ``on`` names.
+            on: the join key columns (in both streams).
+            key: this stream's columns naming each of its records, e.g. ``"click_id"``.
+            other_key: other's columns naming each of its records, e.g. ``"search_id"``
+                (added to the output under their own names unless ``columns`` renames them).
+            columns: other's column -> output column, the values to add.
+            before: how far before a record's time a match may be.
+            after: how far after.
+            how: ``"inner"``: the pairs; ``"left"``: also each record of this stream without a
+                match, with other's columns null, once no record within grace can match it
+                (the horizon passed t + after); ``"outer"``: also other's records without a
+                match, this stream's columns null (once the horizon passed t + before). A row
+                without a match is written once and never taken back.
+            grace: how far below its partition's stream time a record may be and still count.
+        """
+        if how not in ("inner", "left", "outer"):
+            msg = f"join_within: how is 'inner', 'left' or 'outer', not {how!r}"
+            raise DefineError(msg)
+        added = dict(columns)
+        for name in column_names(other_key):
+            added.setdefault(name, name)
+        return self._interval_join(
+            "join_within",
+            other,
+            on,
+            key,
+            added,
+            (before, after),
+            grace,
+            how=how,
+            pick="all",
+            right_key=column_names(other_key),
+        )
+
+    def _interval_join(
+        self,
+        what: str,
+        other: StreamInput,
+        on: str | tuple[str, ...],
+        key: str | tuple[str, ...],
+        columns: Mapping[str, str],
+        bound: tuple[timedelta, timedelta],
+        grace: timedelta,
+        **config: object,
+    ) -> Plan:
+        """The interval join of this stream with ``other`` (``bound``: before, after)."""
         return _plan(
-            "join_latest_within",
+            what,
             (self.topic, other.topic),
             IntervalJoin,
             left=source_of(self.topic),
@@ -249,11 +320,10 @@ class StreamInput:
             right_on=column_names(on),
             key_columns=column_names(key),
             right_columns=dict(columns),
-            before_ms=period_ms(before),
-            after_ms=period_ms(after),
-            how=how,
-            pick="latest",
+            before_ms=period_ms(bound[0]),
+            after_ms=period_ms(bound[1]),
             grace_ms=period_ms(grace),
+            **{"pick": "latest", **config},
         )
 
     def join_as_of(

@@ -283,7 +283,11 @@ class Pipeline:
             ddl = ddl_of(self.table_schema)
             columns = {f.name: f.type_name for f in parse_value_schema(ddl)}
             return TableSpec(
-                name=self.name, key=keys[0] if len(keys) == 1 else keys, schema=columns, rules=rules
+                name=self.name,
+                key=keys[0] if len(keys) == 1 else keys,
+                schema=columns,
+                rules=rules,
+                nullable_keys=() if self.plan is None else self.plan.nullable_key,
             )
         except (SpecError, ValueError) as exc:
             raise DefineError(f"pipeline {self.name}: {exc}") from exc

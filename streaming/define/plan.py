@@ -69,6 +69,11 @@ class Plan:
         correction or a delete, so each row can be sent on as a stream record."""
         return bool(getattr(self.operator, "appends", False))
 
+    @property
+    def nullable_key(self) -> tuple[str, ...]:
+        """The key columns that may be null (an outer join's rows without a match)."""
+        return tuple(getattr(self.operator, "nullable_key", ()))
+
     def with_columns(self, **columns: pc.Expression) -> Plan:
         """Add (or replace) columns computed from each output row."""
         for name, expression in columns.items():

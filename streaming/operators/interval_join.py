@@ -8,15 +8,21 @@ A left record at time ``t`` matches the right records of its join key whose time
 partition, offset); ``how="inner"`` drops (and deletes) rows without a match, ``"left"`` keeps
 them with null right columns.
 
-``pick="all"``: one row per matching pair, keyed by (left output key, right output key); when
-several pairs share that key, the greatest (left order, right order) defines the row. Pairs only
-ever accumulate, so such a row is never deleted. With ``how="left"``, a left output key whose
-greatest left record has no match at all gets one row with null right columns (right key null),
-deleted once that record finds a match.
+``pick="all"``: every match (Kafka Streams' KStream-KStream join): one row per matching pair,
+keyed by (left output key, right output key); when several pairs share that key, the greatest
+(left order, right order) defines the row. Pairs only ever accumulate, so such a row is never
+deleted. ``how="left"`` also writes the left records without a match, ``"outer"`` those of both
+sides, once their window has closed: when the grace horizon passed the last time a match could
+have (a left record's ``t + after``, a right one's ``t + before``), so no record that is not
+late can match them any more and the row is final (no null row is written, then taken back).
+Per output key the greatest such record defines the row: the left key with the right output
+columns null (the right key included), or, for a right record, the right columns with every
+left column null.
 
 State: right records while a future left record can match them or a kept left record may need
 them (event time >= horizon - before - after), and left records while a future right record can
-still reach them (event time >= horizon - after).
+still reach them (event time >= horizon - after; for an outer join, while a kept right record
+may need them: horizon - before - after).
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ from streaming.operators.batch import value_columns as user_columns
 from streaming.operators.changes import combine, deletes, upserts
 from streaming.operators.errors import BatchError, OperatorConfigError
 from streaming.operators.event_time import CLOCK, arrive, empty_clock
-from streaming.operators.interval_pairs import LEFT, RIGHT, all_pairs
+from streaming.operators.interval_pairs import LEFT, RIGHT, all_pairs, unmatched_rows
 from streaming.operators.step import Step
 from streaming.operators.tables import Transition, as_of, column, distinct, supersede
 from streaming.state import State, joint_codes, key_mask
@@ -54,7 +60,7 @@ class IntervalJoin:
         right_columns: right column -> output column name, for the right values to add.
         before_ms: how far before the left record's time a match may be.
         after_ms: how far after the left record's time a match may be.
-        how: ``"inner"`` or ``"left"``.
+        how: ``"inner"``, ``"left"`` or (with ``pick="all"``) ``"outer"``.
         pick: ``"latest"`` (one row per left key) or ``"all"`` (one row per pair).
         right_key: for ``pick="all"``, the right output key (right columns listed in
             ``right_columns``).
@@ -72,7 +78,7 @@ class IntervalJoin:
     right_columns: Mapping[str, str]
     before_ms: int
     after_ms: int
-    how: Literal["inner", "left"] = "inner"
+    how: Literal["inner", "left", "outer"] = "inner"
     pick: Literal["all", "latest"] = "all"
     right_key: tuple[str, ...] = ()
     left_columns: tuple[str, ...] | None = None
@@ -80,11 +86,14 @@ class IntervalJoin:
     prune_every_ms: int | None = None
 
     def __post_init__(self) -> None:
-        if self.how not in ("inner", "left") or self.pick not in ("all", "latest"):
+        if self.how not in ("inner", "left", "outer") or self.pick not in ("all", "latest"):
             msg = (
-                "how must be 'inner' or 'left' and pick 'all' or 'latest', "
+                "how must be 'inner', 'left' or 'outer' and pick 'all' or 'latest', "
                 f"not {self.how!r} and {self.pick!r}"
             )
+            raise OperatorConfigError(msg)
+        if self.how == "outer" and self.pick == "latest":
+            msg = "an outer join keeps every match (pick='all'); a latest match is inner or left"
             raise OperatorConfigError(msg)
         if not self.on or len(self.on) != len(self.right_on):
             msg = "on and right_on must name the same number (at least one) of columns"
@@ -138,6 +147,14 @@ class IntervalJoin:
             return self.key_columns
         return (*self.key_columns, *[self.right_columns[c] for c in self.right_key])
 
+    @property
+    def nullable_key(self) -> tuple[str, ...]:
+        """The key columns a row may hold null: the side a row without a match lacks."""
+        if self.pick == "latest" or self.how == "inner":
+            return ()
+        right = tuple(self.right_columns[c] for c in self.right_key)
+        return right if self.how == "left" else (*self.key_columns, *right)
+
     def initial_state(self) -> State:
         return {CLOCK: empty_clock()}
 
@@ -176,6 +193,9 @@ class IntervalJoin:
             parts = self._latest(transition, lefts, rights, kept, schema)
         else:
             parts = all_pairs(self, transition, lefts, rights, kept, schema)
+            if self.how != "inner":
+                horizons = (arrivals.previous_horizon, arrivals.horizon)
+                parts += unmatched_rows(self, transition, horizons, kept, schema)
         if arrivals.crossed(self.prune_every_ms or max(self.grace_ms, 1000)):
             self._prune(transition, arrivals.horizon)  # type: ignore[arg-type]
         return Step(
@@ -254,7 +274,10 @@ class IntervalJoin:
         """Forget records no future record can reach (see the module docstring)."""
         lefts = transition.table(LEFT)
         if lefts is not None and lefts.num_rows:
-            gone = lefts.filter(column(lefts, TIME) < horizon - self.after_ms)
+            reach = horizon - self.after_ms
+            if self.how == "outer":  # an unmatched right record's check needs its lefts
+                reach -= self.before_ms
+            gone = lefts.filter(column(lefts, TIME) < reach)
             key = self.key_columns if self.pick == "latest" else RECORD
             transition.change(LEFT, key, deletes=gone)
         rights = transition.table(RIGHT)

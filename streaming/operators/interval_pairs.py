@@ -1,4 +1,5 @@
-"""The interval join's ``pick="all"``: one row per (left key, right key), the greatest pair.
+"""The interval join's ``pick="all"``: one row per (left key, right key), the greatest pair,
+and, for left and outer joins, the records left without a match once their window closed.
 
 Rows of a left key are recomputed from the kept records whenever the key gets a record or a new
 pair. Kept records suffice: a pair of a forgotten left record is smaller than any pair of a kept
@@ -13,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from streaming.operators.batch import ORDER, RECORD, TIME
-from streaming.operators.changes import deletes, upserts
+from streaming.operators.changes import upserts
 from streaming.operators.tables import Transition
 from streaming.state import key_mask, last_per_key
 
@@ -55,23 +56,22 @@ def all_pairs(
         return []
     group = all_lefts.filter(key_mask(all_lefts, lk, touched_keys))
     pairs = matching_pairs(join, group, all_rights)
-    parts: list[pa.Table] = []
-    if len(pairs):
-        assert all_rights is not None
-        parts.append(pair_rows(join, group, all_rights, pairs, kept, schema))
-    if join.how == "left":
-        parts += null_rows(join, group, pairs, kept, schema)
-    return parts
+    if len(pairs) == 0:
+        return []
+    assert all_rights is not None
+    return [pair_rows(join, group, all_rights, pairs, kept, schema)]
 
 
-def matching_pairs(join: IntervalJoin, lefts: pa.Table, rights: pa.Table | None) -> pd.DataFrame:
+def matching_pairs(
+    join: IntervalJoin, lefts: pa.Table | None, rights: pa.Table | None
+) -> pd.DataFrame:
     """Matching (``__left``, ``__right``) row index pairs between two tables."""
     # Imported here: pandas is a fifth of a second that every Spark Python worker importing the
     # authoring API would otherwise pay, and only the interval join uses it.
     import pandas as pd
 
     empty = pd.DataFrame({"__left": [], "__right": []}, dtype=np.int64)
-    if rights is None or rights.num_rows == 0 or lefts.num_rows == 0:
+    if rights is None or lefts is None or rights.num_rows == 0 or lefts.num_rows == 0:
         return empty
     left = lefts.select([*join.on, TIME]).to_pandas()
     left["__left"] = np.arange(lefts.num_rows)
@@ -113,22 +113,73 @@ def pair_rows(
     return upserts(join.assemble(chosen, rights, ri[best], kept, schema))
 
 
-def null_rows(
-    join: IntervalJoin, group: pa.Table, pairs: pd.DataFrame, kept: list[str], schema: pa.Schema
+def unmatched_rows(
+    join: IntervalJoin,
+    transition: Transition,
+    horizons: tuple[int | None, int | None],
+    kept: list[str],
+    schema: pa.Schema,
 ) -> list[pa.Table]:
-    """Left join: per touched left key, a null row while its greatest record has no match."""
-    lk = list(join.key_columns)
-    greatest = last_per_key(group, lk, ORDER)
-    paired = np.zeros(group.num_rows, dtype=bool)
-    paired[pairs["__left"].to_numpy()] = True
-    lonely = greatest[~paired[greatest]]
-    found = greatest[paired[greatest]]
-    out = join.assemble(group.take(pa.array(lonely)), None, np.full(len(lonely), -1), kept, schema)
-    gone = group.take(pa.array(found)).select(lk)
-    right_key = [join.right_columns[c] for c in join.right_key]
-    for name in right_key:
-        gone = gone.append_column(name, pa.nulls(gone.num_rows, schema.field(name).type))
-    return [upserts(out), deletes(gone, schema)]
+    """Left (and, for an outer join, right) records whose window the horizon closed in this
+    step without a match: per output key, the greatest of them as a row with the other side's
+    columns null. No record that is not late can match them any more, so the row is final."""
+    before, after = horizons
+    if after is None or after == before:
+        return []
+    lefts, rights = transition.table(LEFT), transition.table(RIGHT)
+    parts = []
+    lonely = _alone(join, LEFT, lefts, rights, join.after_ms, before, after)
+    if lonely is not None:
+        nothing = np.full(lonely.num_rows, -1)
+        parts.append(upserts(join.assemble(lonely, None, nothing, kept, schema)))
+    if join.how == "outer":
+        lonely = _alone(join, RIGHT, rights, lefts, join.before_ms, before, after)
+        if lonely is not None:
+            parts.append(upserts(_right_only(join, lonely, schema)))
+    return parts
+
+
+def _alone(
+    join: IntervalJoin,
+    side: str,
+    records: pa.Table | None,
+    others: pa.Table | None,
+    reach: int,
+    since: int | None,
+    until: int,
+) -> pa.Table | None:
+    """The ``side`` records whose last matching time (event time + ``reach``) the horizon
+    passed in this step (from ``since`` to ``until``), without a match among ``others``: per
+    output key the greatest."""
+    if records is None or records.num_rows == 0:
+        return None
+    last = records.column(TIME).to_numpy() + reach
+    closed = last < until
+    if since is not None:
+        closed &= last >= since
+    if not closed.any():
+        return None
+    candidates = records.filter(pa.array(closed))
+    if side == LEFT:
+        pairs = matching_pairs(join, candidates, others)["__left"]
+    else:
+        pairs = matching_pairs(join, others, candidates)["__right"]
+    lonely = candidates.filter(~np.isin(np.arange(candidates.num_rows), pairs.to_numpy()))
+    key = join.key_columns if side == LEFT else join.right_key
+    return lonely.take(pa.array(last_per_key(lonely, list(key), ORDER)))
+
+
+def _right_only(join: IntervalJoin, rights: pa.Table, schema: pa.Schema) -> pa.Table:
+    """Rows of right records alone: the right columns, every left column null."""
+    outputs = dict(join.right_columns.items())
+    columns = []
+    for field in schema:
+        source = next((c for c, out in outputs.items() if out == field.name), None)
+        if source is None:
+            columns.append(pa.nulls(rights.num_rows, field.type))
+        else:
+            columns.append(rights.column(source).cast(field.type))
+    return pa.Table.from_arrays(columns, schema=schema)
 
 
 def _frame(rights: pa.Table, right_on: tuple[str, ...], on: tuple[str, ...]) -> pd.DataFrame:

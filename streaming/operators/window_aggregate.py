@@ -1,8 +1,10 @@
 """Windowed aggregation: typed aggregates per key and event-time window.
 
 The output has one row per (key..., window_start) holding the aggregate of the window's records
-so far, and ``window_end``. A record within grace re-aggregates its window; sessions it bridges
-merge (the rows of the merged-away sessions are deleted). With a retention, a window whose
+so far, and ``window_end``; a session's row is keyed by (key..., session_start), its first
+record's time, and holds ``session_end``, its last record's time (Kafka Streams' session window).
+A record within grace re-aggregates its window; sessions it bridges merge (the rows of the
+merged-away sessions are deleted). With a retention, a window whose
 ``end + retention`` is at or below the grace horizon is deleted from the output; this deletion is
 part of the definition, so every replay deletes the same windows at the same prefix. Without a
 retention windows stay forever, and the state forgets a window once it is final.
@@ -19,6 +21,7 @@ from typing import ClassVar
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from streaming.operators.aggregations import (
     Aggregation,
@@ -37,6 +40,8 @@ from streaming.operators.step import Step
 from streaming.operators.tables import Transition, fetch
 from streaming.operators.windows import (
     END,
+    SESSION_END,
+    SESSION_START,
     START,
     Session,
     Sliding,
@@ -76,10 +81,21 @@ class WindowedAggregate(KeyedInput):
         if self.grace_ms < 0 or (self.retention_ms is not None and self.retention_ms < 0):
             msg = "grace and retention must be zero or more milliseconds"
             raise OperatorConfigError(msg)
-        check_aggregations(self.aggregations, (*self.key_columns, START, END))
+        reserved = (SESSION_START, SESSION_END) if self.sessions else (START, END)
+        check_aggregations(self.aggregations, (*self.key_columns, *reserved))
+
+    @property
+    def sessions(self) -> bool:
+        return isinstance(self.window, Session)
 
     @property
     def key(self) -> tuple[str, ...]:
+        """The output key: the key columns and the window's (or session's) start."""
+        return (*self.key_columns, SESSION_START if self.sessions else START)
+
+    @property
+    def _state_key(self) -> tuple[str, ...]:
+        """The key the state keeps windows by (sessions too: start, and end = last + gap)."""
         return (*self.key_columns, START)
 
     def step(self, state: State, batch: Batch) -> Step:
@@ -90,9 +106,9 @@ class WindowedAggregate(KeyedInput):
         parts: list[pa.Table] = []
         touched = None
         if records.num_rows:
-            if isinstance(self.window, Session):
+            if self.sessions:
                 touched, gone = self._sessions(transition, records)
-                parts.append(deletes(gone, schema))
+                parts.append(deletes(self._output_key(gone), schema))
             elif isinstance(self.window, Sliding):
                 touched = slide(
                     transition, records, self.window, self.key_columns, self.aggregations
@@ -110,11 +126,11 @@ class WindowedAggregate(KeyedInput):
         expired = self._expire(transition, arrivals.horizon)
         if touched is not None and touched.num_rows:
             if expired is not None and expired.num_rows:
-                keep = ~key_mask(touched, self.key, expired)
+                keep = ~key_mask(touched, self._state_key, expired)
                 touched = touched.filter(keep)
             parts.append(upserts(self._rows(touched, source_schema)))
         if expired is not None and expired.num_rows:
-            parts.append(deletes(expired, schema))
+            parts.append(deletes(self._output_key(expired), schema))
         changes = combine(parts, schema)
         return Step(transition.state, changes, arrivals.dead_letters, transition.delta())
 
@@ -124,9 +140,20 @@ class WindowedAggregate(KeyedInput):
         return False
 
     def _rows(self, partials: pa.Table, source_schema: pa.Schema) -> pa.Table:
-        columns = {name: partials.column(name) for name in (*self.key, END)}
+        columns = {name: partials.column(name) for name in self.key_columns}
+        if self.sessions:
+            columns[SESSION_START] = partials.column(START)
+            last = pc.subtract(partials.column(END), self.window.gap_ms)  # type: ignore[union-attr]
+            columns[SESSION_END] = last.cast(pa.int64())
+        else:
+            columns[START] = partials.column(START)
+            columns[END] = partials.column(END)
         columns.update(finals(partials, self.aggregations, source_schema))
         return pa.table(columns)
+
+    def _output_key(self, keys: pa.Table) -> pa.Table:
+        """State keys (key columns, ``window_start``) as output keys."""
+        return keys.select(list(self._state_key)).rename_columns(list(self.key))
 
     def output_schema(self, inputs: Mapping[str, pa.Schema]) -> pa.Schema:
         records = inputs[self.source.name].empty_table()
@@ -144,8 +171,8 @@ class WindowedAggregate(KeyedInput):
         assigned = assign(records, self.window)  # type: ignore[arg-type]
         keep = [*self.key_columns, START, END]
         partials = record_partials(assigned, self.aggregations, keep)
-        batch = merge_partials(partials, self.key, self.aggregations, {END: "max"})
-        return fold(transition, WINDOWS, self.key, batch, self.aggregations, {END: "max"})
+        batch = merge_partials(partials, self._state_key, self.aggregations, {END: "max"})
+        return fold(transition, WINDOWS, self._state_key, batch, self.aggregations, {END: "max"})
 
     def _sessions(self, transition: Transition, records: pa.Table) -> tuple[pa.Table, pa.Table]:
         """Merge the batch's records into the sessions of their keys.
@@ -159,7 +186,7 @@ class WindowedAggregate(KeyedInput):
             END, pa.array(times.to_numpy() + gap, pa.int64())
         )
         fresh = record_partials(singles, self.aggregations, [*key, START, END])
-        fresh = merge_partials(fresh, self.key, self.aggregations, {END: "max"})
+        fresh = merge_partials(fresh, self._state_key, self.aggregations, {END: "max"})
         old = fetch(transition.table(WINDOWS), key, fresh)
         if old is None:
             old = fresh.slice(0, 0)
@@ -185,9 +212,9 @@ class WindowedAggregate(KeyedInput):
         in_touched = touched[groups] & was_old
         replaced = combined.filter(in_touched)
         moved = in_touched & (combined.column(START).to_numpy() != start_of[groups])
-        gone = combined.filter(moved).select(list(self.key))
+        gone = combined.filter(moved).select(list(self._state_key))
         merged = merged.select(fresh.column_names)
-        transition.change(WINDOWS, self.key, deletes=replaced, inserts=merged)
+        transition.change(WINDOWS, self._state_key, deletes=replaced, inserts=merged)
         return merged, gone
 
     def _close(self, transition: Transition, horizon: int | None) -> pa.Table:
@@ -197,7 +224,8 @@ class WindowedAggregate(KeyedInput):
             return pa.table({})
         done = table.filter(pa.array(table.column(END).to_numpy() <= horizon))
         if done.num_rows:
-            transition.change(WINDOWS, self.key, deletes=done.select(list(self.key)))
+            keys = done.select(list(self._state_key))
+            transition.change(WINDOWS, self._state_key, deletes=keys)
         return done
 
     def _expire(self, transition: Transition, horizon: int | None) -> pa.Table | None:
@@ -209,13 +237,13 @@ class WindowedAggregate(KeyedInput):
         if self.retention_ms is None:
             done = ends <= horizon
             if done.any():
-                transition.change(WINDOWS, self.key, deletes=table.filter(done))
+                transition.change(WINDOWS, self._state_key, deletes=table.filter(done))
             return None
         done = ends + self.retention_ms <= horizon
         if not done.any():
             return None
-        gone = table.filter(done).select(list(self.key))
-        transition.change(WINDOWS, self.key, deletes=gone)
+        gone = table.filter(done).select(list(self._state_key))
+        transition.change(WINDOWS, self._state_key, deletes=gone)
         return gone
 
 
@@ -226,7 +254,7 @@ class FinalWindows(WindowedAggregate):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if isinstance(self.window, Session) or self.retention_ms is not None:
+        if self.sessions or self.retention_ms is not None:
             msg = "final windows are tumbling, hopping or sliding windows, without a retention"
             raise OperatorConfigError(msg)
 

@@ -31,6 +31,8 @@ from streaming.operators.errors import OperatorConfigError
 
 START = "window_start"
 END = "window_end"
+SESSION_START = "session_start"
+SESSION_END = "session_end"
 
 
 def _length(

@@ -112,3 +112,4 @@ def test_lineage_runs_from_topics_through_tables_and_published_topics_to_reports
     assert parents["kafka/searches_by_term"] == {"tables/searches_by_term"}
     assert parents["tables/search_counts"] == {"kafka/searches_by_term"}
     assert parents["kafka/large_trades"] == {"tables/large_trades"}
+    assert parents["tables/click_sessions"] == {"kafka/clicks"}

@@ -254,3 +254,36 @@ def clicks_per_zip_reference(
         )
         row["clicks"] = row.get("clicks", 0) + 1
     return rows, late
+
+
+# sessions of clicks
+
+SESSION_GAP_MS = 30 * MINUTE_MS
+
+
+def click_sessions_reference(
+    records: list[Stamped], prefix: Prefix
+) -> tuple[dict[tuple[str, int], dict[str, Any]], Late]:
+    """click_sessions on ``prefix``: per user, the on-time clicks in event-time order, a new
+    session starting at a click 30 minutes or more after the previous one; per (user, first
+    click's ts) the last click's ts and the count."""
+    clicks, late = _kept(records, prefix, "clicks", "ts")
+    times: dict[str, list[int]] = {}
+    for r in clicks:
+        times.setdefault(r.key.decode(), []).append(_value(r)["ts"])  # type: ignore[union-attr]
+    rows: dict[tuple[str, int], dict[str, Any]] = {}
+    for user, seen in times.items():
+        sessions: list[list[int]] = []
+        for t in sorted(seen):
+            if sessions and t - sessions[-1][-1] < SESSION_GAP_MS:
+                sessions[-1].append(t)
+            else:
+                sessions.append([t])
+        for session in sessions:
+            rows[(user, session[0])] = {
+                "user_id": user,
+                "session_start": session[0],
+                "session_end": session[-1],
+                "clicks": len(session),
+            }
+    return rows, late

@@ -164,7 +164,7 @@ def windowed(
     records = on_time(log, prefix, name, time, dead)
     groups: dict[tuple, list[Record]] = {}
     bounds: dict[tuple, int] = {}
-    if window[0] == "session":
+    if window[0] == "session":  # keyed by session_start, with session_end (the last time)
         gap = window[1]
         by_key: dict[tuple, list[Record]] = {}
         for record in records:
@@ -183,11 +183,18 @@ def windowed(
                 start = event_time(session[0], time)
                 groups[(*k, start)] = session
                 bounds[(*k, start)] = event_time(session[-1], time) + gap
-    elif window[0] == "sliding":
+        table = {}
+        for wkey, rs in groups.items():
+            if retention is not None and bounds[wkey] + retention <= h:
+                continue
+            last = bounds[wkey] - gap
+            table[wkey] = {"session_end": last, **aggregate(rs, aggregations, time)}
+        return table, dead
+    if window[0] == "sliding":
         # Kafka Streams' sliding windows: [s, s + size], both ends included, for every start s
         # that is a record's time minus the size or a record's time plus 1, holding a record.
         size = window[1]
-        by_key: dict[tuple, list[Record]] = {}
+        by_key = {}
         for record in records:
             by_key.setdefault(tuple(record[c] for c in key), []).append(record)
         for k, rs in by_key.items():
@@ -315,8 +322,33 @@ def interval_join(
                 best_pair[pk] = (rank, l_record, r_record)
     for pk, (_, l_record, r_record) in best_pair.items():
         out[pk] = row(l_record, r_record)
-    if how == "left":
-        for k, l_record in greatest.items():
-            if not matches(l_record):
-                out[(*k, *(None for _ in right_key))] = row(l_record, None)
+    # Left and outer: records without a match once the horizon passed the last time a match
+    # could have; per output key the greatest of them.
+    h = horizon(log, prefix, [left, right], grace)
+    lonely: dict[tuple, Record] = {}
+    if how in ("left", "outer"):
+        for l_record in lefts:
+            if event_time(l_record, left[1]) + after < h and not matches(l_record):
+                k = (*(l_record[c] for c in key), *(None for _ in right_key))
+                if k not in lonely or order(l_record, left[1]) > order(lonely[k], left[1]):
+                    lonely[k] = l_record
+        out.update({k: row(l_record, None) for k, l_record in lonely.items()})
+    if how == "outer":
+        alone: dict[tuple, Record] = {}
+        for r_record in rights:
+            t = event_time(r_record, right[1])
+            reached = [
+                lr
+                for lr in lefts
+                if [lr[c] for c in on] == [r_record[c] for c in right_on]
+                and t - after <= event_time(lr, left[1]) <= t + before
+            ]
+            if t + before < h and not reached:
+                k = (*(None for _ in key), *(r_record[c] for c in right_key))
+                if k not in alone or order(r_record, right[1]) > order(alone[k], right[1]):
+                    alone[k] = r_record
+        for k, r_record in alone.items():
+            values = dict.fromkeys(left_columns)
+            values.update({out_name: r_record[c] for c, out_name in right_columns.items()})
+            out[k] = values
     return out, dead

@@ -262,18 +262,43 @@ def test_interval_a_late_search_within_grace_corrects_the_click() -> None:
     assert feed.table[("c",)]["q"] == "b"
 
 
-def test_interval_all_left_keeps_a_null_row_until_the_greatest_click_matches() -> None:
-    feed = Feed(interval(pick="all", how="left"), {"c": [0], "s": [0]})
-    feed.send(
-        c=records(CLICKS, [{"p": 0, "o": 0, "click": "c", "user": "u", "ts": 100}]),
-        s=records(SEARCHES, []),
-    )
-    assert list(feed.table) == [("c", None)]
-    feed.send(
-        c=records(CLICKS, []),
-        s=records(SEARCHES, [{"p": 0, "o": 0, "search": "s", "user": "u", "q": "x", "ts": 95}]),
-    )
-    assert list(feed.table) == [("c", "s")]
+@pytest.mark.parametrize("how", ["left", "outer"])
+def test_interval_every_match_writes_unmatched_records_once_their_window_closed(how: str) -> None:
+    # before 10, after 0, grace 100: a click at 100 can match searches to 100, so it is
+    # unmatched for good once the horizon (the least stream time - 100) passes 100; a search at
+    # 95 reaches clicks to 105.
+    feed = Feed(interval(pick="all", how=how), {"c": [0], "s": [0]})
+
+    sent = {"c": 0, "s": 0}
+
+    def send(clicks: list[tuple[str, str, int]], searches: list[tuple[str, str, int]]) -> None:
+        rows = {
+            "c": [{"click": c, "user": u, "ts": t} for c, u, t in clicks],
+            "s": [{"search": s, "user": u, "q": s, "ts": t} for s, u, t in searches],
+        }
+        for name, batch in rows.items():
+            for row in batch:
+                row.update(p=0, o=sent[name])
+                sent[name] += 1
+        feed.send(c=records(CLICKS, rows["c"]), s=records(SEARCHES, rows["s"]))
+
+    send([("c", "u", 100)], [("s", "v", 95), ("m", "u", 200)])
+    assert feed.table == {}  # horizon 0: both might still find a match
+    send([("t", "w", 201)], [])
+    assert feed.table == {}  # horizon 100: a search at 100 could still come
+    send([("t2", "w", 202)], [("n", "x", 202)])
+    assert list(feed.table) == [("c", None)] and feed.table[("c", None)]["q"] is None
+    send([("t3", "w", 206)], [("n2", "y", 206)])
+    expected = [("c", None), (None, "s")] if how == "outer" else [("c", None)]
+    assert sorted(feed.table, key=str) == sorted(expected, key=str)
+    if how == "outer":
+        row = {"click": None, "user": None, "ts": None, "q": "s", "search": "s"}
+        assert feed.table[(None, "s")] == row
+
+
+def test_interval_outer_needs_every_match() -> None:
+    with pytest.raises(OperatorConfigError, match="outer"):
+        interval(pick="latest", how="outer")
 
 
 @pytest.mark.parametrize("pick", ["latest", "all"])

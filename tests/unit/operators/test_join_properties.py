@@ -159,8 +159,10 @@ def interval_logs(draw: Any) -> Any:
     return draw(cuts(log, parts))
 
 
-@pytest.mark.parametrize("how", ["left", "inner"])
-@pytest.mark.parametrize("pick", ["latest", "all"])
+@pytest.mark.parametrize(
+    ("how", "pick"),
+    [("left", "latest"), ("inner", "latest"), ("inner", "all"), ("left", "all"), ("outer", "all")],
+)
 @pytest.mark.parametrize("after", [0, 6])
 @given(scenario=interval_logs())
 def test_interval_join_equals_its_definition_on_every_prefix(

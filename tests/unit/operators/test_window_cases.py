@@ -55,9 +55,9 @@ def rows(*times: int, start: int = 0, key: str = "a") -> pa.Table:
 def test_session_records_exactly_a_gap_apart_start_separate_sessions() -> None:
     feed = Feed(agg(Session(10 * MS)), {"e": [0]})
     feed.send(e=rows(0, 10, 19))
-    assert {k: (v["window_end"], v["n"]) for k, v in feed.table.items()} == {
-        ("a", 0): (10, 1),
-        ("a", 10): (29, 2),
+    assert {k: (v["session_end"], v["n"]) for k, v in feed.table.items()} == {
+        ("a", 0): (0, 1),
+        ("a", 10): (19, 2),
     }
 
 
@@ -67,7 +67,7 @@ def test_a_bridging_record_merges_sessions_and_deletes_the_merged_away_rows() ->
     assert sorted(feed.table) == [("a", 0), ("a", 15), ("a", 40)]
     changes = feed.send(e=rows(8, start=3))
     assert {k: v["n"] for k, v in feed.table.items()} == {("a", 0): 3, ("a", 40): 1}
-    deleted = [r["window_start"] for r in changes.to_pylist() if r["_delete"]]
+    deleted = [r["session_start"] for r in changes.to_pylist() if r["_delete"]]
     assert deleted == [15]
 
 
