@@ -142,6 +142,11 @@ def _before(records: list[Stamped], prefix: dict[str, dict[int, int]]) -> list[S
     return [r for r in records if r.offset < prefix.get(r.topic, {}).get(r.partition, 0)]
 
 
+def _engine_log(platform: Platform) -> str:
+    path = platform.settings.home.log("engine")
+    return path.read_text()[-3000:] if path.exists() else "no engine log"
+
+
 def _launch_all(platform: Platform) -> dict[tuple[str, str], str]:
     """Every deployment's run, as a user materializing every table launches them; the ones
     reading a topic another deployment publishes once that topic exists (it does not before
@@ -154,11 +159,13 @@ def _launch_all(platform: Platform) -> dict[tuple[str, str], str]:
     ]
     runs = {d: platform.launch(*d, **LAUNCH) for d in deployments if d not in later}
 
-    def published_topics_exist() -> bool:
-        with KafkaLog.of(settings.kafka) as log:
-            return all(log.partitions([t]).get(t) for t in published if t)
+    needed = {t for name, _ in later for t in get_pipeline(settings.pipelines, name).topics}
 
-    assert wait_until(published_topics_exist, timeout_s=240, interval_s=1)
+    def topics_exist() -> bool:
+        with KafkaLog.of(settings.kafka) as log:
+            return all(log.partitions(needed).values())
+
+    assert wait_until(topics_exist, timeout_s=240, interval_s=1), (needed, _engine_log(platform))
     runs.update({d: platform.launch(*d, **LAUNCH) for d in later})
     return runs
 
@@ -179,7 +186,7 @@ def test_the_whole_demo_on_one_engine_resumes_after_a_sigkill_and_equals_the_ref
 
         assert wait_until(
             lambda: all(_committed(platform, *d) for d in deployments), timeout_s=300
-        ), {d: _committed(platform, *d) for d in deployments} | states()
+        ), ({d: _committed(platform, *d) for d in deployments}, states(), _engine_log(platform))
         assert live_version(settings.home, ENRICHED) == "v1"
 
         # The engine dies with everything in it: its JVM and Python workers are its group.
@@ -196,7 +203,7 @@ def test_the_whole_demo_on_one_engine_resumes_after_a_sigkill_and_equals_the_ref
             holders = {platform.holder_pid(*d) for d in deployments}
             return len(holders) == 1 and None not in holders and engine.pid not in holders
 
-        assert wait_until(back, timeout_s=240, interval_s=0.5), states()
+        assert wait_until(back, timeout_s=240, interval_s=0.5), (states(), _engine_log(platform))
         print(f"engine SIGKILLed -> every deployment back in {time.monotonic() - killed_at:.1f} s")
         assert set(states().values()) == {"STARTED"}
 
@@ -204,7 +211,11 @@ def test_the_whole_demo_on_one_engine_resumes_after_a_sigkill_and_equals_the_ref
             lambda: all(_read_to_the_end(platform, *d) for d in deployments),
             timeout_s=300,
             interval_s=1,
-        ), {d: _read_to_the_end(platform, *d) for d in deployments} | states()
+        ), (
+            {d: _read_to_the_end(platform, *d) for d in deployments},
+            states(),
+            _engine_log(platform),
+        )
         assert set(states().values()) == {"STARTED"}
         engine_back = read_address(settings.home.engine_address)
         assert engine_back is not None and engine_back.pid != engine.pid
