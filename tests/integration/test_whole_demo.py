@@ -148,24 +148,26 @@ def _engine_log(platform: Platform) -> str:
 
 
 def _launch_all(platform: Platform) -> dict[tuple[str, str], str]:
-    """Every deployment's run, as a user materializing every table launches them; the ones
-    reading a topic another deployment publishes once that topic exists (it does not before
-    its first publication, and a deployment refuses to start on a missing topic)."""
+    """Every deployment's run, as a user materializing every table launches them. Two wait for
+    what they need: a deployment reading a topic another one publishes, until that topic
+    exists (it does from its first publication, and a deployment refuses to start on a missing
+    topic); the second version of a pipeline, until the first is live (the first deployment of
+    a pipeline becomes live, and which of two launched together starts first is a race)."""
     settings = platform.settings
     deployments = _deployments(platform)
     published = {get_pipeline(settings.pipelines, n).publish for n, _ in deployments}
     later = [
         d for d in deployments if set(get_pipeline(settings.pipelines, d[0]).topics) & published
-    ]
+    ] + [(ENRICHED, "v2")]
     runs = {d: platform.launch(*d, **LAUNCH) for d in deployments if d not in later}
-
     needed = {t for name, _ in later for t in get_pipeline(settings.pipelines, name).topics}
 
-    def topics_exist() -> bool:
+    def ready() -> bool:
         with KafkaLog.of(settings.kafka) as log:
-            return all(log.partitions(needed).values())
+            exist = all(log.partitions(needed).values())
+        return exist and live_version(settings.home, ENRICHED) == "v1"
 
-    assert wait_until(topics_exist, timeout_s=240, interval_s=1), (needed, _engine_log(platform))
+    assert wait_until(ready, timeout_s=240, interval_s=1), (needed, _engine_log(platform))
     runs.update({d: platform.launch(*d, **LAUNCH) for d in later})
     return runs
 
