@@ -48,6 +48,7 @@ from streaming.define.registry import get_pipeline, pipeline_names
 from streaming.delta.table_reader import latest_commit, read_arrow
 from streaming.deployment import Deployment
 from streaming.engine.address import read_address
+from streaming.engine.client import EngineClient, EngineRefusedError, EngineUnavailableError
 from streaming.kafka.log import KafkaLog
 from streaming.kafka.offsets import from_spark
 from streaming.processes import pid_alive
@@ -147,6 +148,15 @@ def _engine_log(platform: Platform) -> str:
     return path.read_text()[-3000:] if path.exists() else "no engine log"
 
 
+def _in_engine(platform: Platform) -> list[tuple[str, str, str]]:
+    """What the engine says of each deployment it hosts (for failure messages)."""
+    try:
+        found = EngineClient(platform.settings.home).deployments()
+    except (EngineUnavailableError, EngineRefusedError) as exc:
+        return [("-", "-", str(exc))]
+    return [(d["id"], d["state"], d["error"]) for d in found]
+
+
 def _launch_all(platform: Platform) -> dict[tuple[str, str], str]:
     """Every deployment's run, as a user materializing every table launches them. Two wait for
     what they need: a deployment reading a topic another one publishes, until that topic
@@ -194,7 +204,8 @@ def test_the_whole_demo_on_one_engine_resumes_after_a_sigkill_and_equals_the_ref
         # The engine dies with everything in it: its JVM and Python workers are its group.
         engine = read_address(settings.home.engine_address)
         assert engine is not None
-        assert {platform.holder_pid(*d) for d in deployments} == {engine.pid}
+        holders = {d: platform.holder_pid(*d) for d in deployments}
+        assert set(holders.values()) == {engine.pid}, (holders, _in_engine(platform), states())
         os.killpg(engine.pid, signal.SIGKILL)
         killed_at = time.monotonic()
         assert wait_until(lambda: not pid_alive(engine.pid), timeout_s=30)
@@ -205,7 +216,11 @@ def test_the_whole_demo_on_one_engine_resumes_after_a_sigkill_and_equals_the_ref
             holders = {platform.holder_pid(*d) for d in deployments}
             return len(holders) == 1 and None not in holders and engine.pid not in holders
 
-        assert wait_until(back, timeout_s=240, interval_s=0.5), (states(), _engine_log(platform))
+        assert wait_until(back, timeout_s=240, interval_s=0.5), (
+            states(),
+            _in_engine(platform),
+            _engine_log(platform),
+        )
         print(f"engine SIGKILLed -> every deployment back in {time.monotonic() - killed_at:.1f} s")
         assert set(states().values()) == {"STARTED"}
 
