@@ -1,5 +1,5 @@
 # The README's two commands: `make run` (the platform) and `make test` (the test suite).
-.PHONY: run test lint bench bench-sink bench-operators bench-source bench-peers faults env
+.PHONY: run test lint bench bench-sink bench-operators bench-source bench-peers bench-platform faults env
 
 env:
 	@bash scripts/bootstrap.sh
@@ -9,8 +9,8 @@ run: env
 
 # The test files are spread over WORKERS pytest-xdist processes, a file's tests on one worker so
 # its fixtures stay shared; WORKERS=0 runs one process. Two, because one process leaves about a
-# third of the 2-core machine idle while it waits on Spark, Dagster and process starts (README,
-# Tests).
+# third of the 2-core machine idle while it waits on Spark, Dagster and process starts
+# (bench/RESULTS.md, What the suite cost).
 WORKERS ?= 2
 
 test: env
@@ -49,3 +49,8 @@ bench-source: env
 # The first run builds the Kafka Streams app and the Quix Streams environment into the cache.
 bench-peers: env
 	.venv/bin/python -m bench.peers $(ARGS)
+
+# The whole demo live at once on one engine from `kappa up` (bench/platform_load.py): time to
+# first commit, lag, load, memory, Ctrl-C and the next start's resume.
+bench-platform: env
+	.venv/bin/python -m bench.platform_load $(ARGS)

@@ -35,7 +35,7 @@ from assets.outcome import (
 )
 from assets.relay import DeploymentRelay
 from streaming.deployment import Deployment
-from streaming.processes import kill_all
+from streaming.processes import ManagedProcess, kill_all
 from streaming.run.health import STOPPED
 from streaming.run.job import EXIT_BUSY
 from streaming.run.options import LaunchOptions, to_flags
@@ -75,7 +75,6 @@ def run_command(
         )
         return
     log_file = deployment.log_path
-    log_file.parent.mkdir(parents=True, exist_ok=True)
     relay = DeploymentRelay(context, deployment, settings)
     with open_pipes_session(
         context=context,
@@ -88,16 +87,9 @@ def run_command(
             "KAPPA_RUN_ID": context.run_id,
             **session.get_bootstrap_env_vars(),
         }
-        with open(log_file, "ab") as log:
-            proc = subprocess.Popen(
-                list(command),
-                env=env,
-                cwd=REPO_ROOT,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
+        started = ManagedProcess(deployment.id, command, log_file, env, REPO_ROOT).start()
+        proc = started.proc
+        assert proc is not None
         context.log.info(f"{deployment.id}: streaming process {proc.pid}, log {log_file}")
         seen = 0
         try:

@@ -22,9 +22,9 @@ from bench.faults_env import Disk
 from bench.faults_workload import TOPIC, EventStream
 from bench.processes import StreamingJob
 from kappa.broker import EmbeddedBroker
-from kappa.testing.settings import free_port, private_settings
 from streaming.delta.table_reader import last_end_offsets
 from streaming.deployment import Deployment
+from tests.support.settings import free_port, private_settings
 
 
 @dataclass

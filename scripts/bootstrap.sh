@@ -38,7 +38,7 @@ require mvn maven "it resolves the JVM libraries once"
 if ! .venv/bin/python -m kappa.broker_archive --if-missing; then
   echo "bootstrap: could not build the broker's class archive; it will start without it" >&2
 fi
-# The tests' delta-spark reader (kappa/testing/delta_reference.py) is compiled at first use.
+# The tests' delta-spark reader (tests/support/delta_reference.py) is compiled at first use.
 require javac openjdk-17-jdk-headless "the tests compile a reader"
 
 # The Spark driver's class archive (streaming/spark/jvm_archive.py): halves SparkSession start-up.

@@ -59,7 +59,10 @@ _ENV = {
     "KAPPA_CLUSTER_PORT": "cluster.port",
     "KAPPA_CLUSTER_UI_PORT": "cluster.ui_port",
     "KAPPA_DAGSTER_PORT": "dagster.port",
+    "KAPPA_ENGINE_HOST": "engine.host",
     "KAPPA_ENGINE_PORT": "engine.port",
+    "KAPPA_ENGINE_ADVERTISED_HOST": "engine.advertised_host",
+    "KAPPA_ENGINE_EXTERNAL": "engine.external",
     "KAPPA_OWN_APPLICATION": "engine.own_application",
     "KAPPA_RETRY_DELAY_S": "dagster.retry_delay_s",
     "KAPPA_SENSOR_INTERVAL_S": "dagster.sensor_interval_s",
@@ -188,6 +191,12 @@ class EngineSettings(_Frozen):
 
     host: str = "127.0.0.1"
     port: int = Field(default=0, ge=0, le=65535)  # 0: a free port, written in the home
+    # The host clients reach the engine at, when it listens on all interfaces (a Kubernetes
+    # Service's name); the bound host when empty.
+    advertised_host: str = ""
+    # Started and restarted by something else (a SparkApplication on Kubernetes): clients wait
+    # for it instead of starting one of their own.
+    external: bool = False
     # Pipelines whose deployments run in a Spark application of their own (hard isolation, at
     # the cost of a JVM, a driver and Python workers each) instead of in the engine.
     own_application: tuple[str, ...] = ()

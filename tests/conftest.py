@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from kappa.broker import EmbeddedBroker
-from kappa.testing.broker import delete_topics
-from kappa.testing.settings import private_settings
 from streaming.settings import Settings
+from tests.support.broker import delete_topics
+from tests.support.settings import private_settings
 
 
 @pytest.fixture(scope="session")

@@ -49,7 +49,7 @@ def private_broker(prefix: str, keep: bool = False) -> Iterator[tuple[Path, Sett
     """A temporary directory and an embedded broker in it, with the settings that reach it;
     the broker stopped and the directory removed (unless ``keep``) on the way out."""
     from kappa.broker import EmbeddedBroker
-    from kappa.testing.settings import private_settings
+    from tests.support.settings import private_settings
 
     root = Path(tempfile.mkdtemp(prefix=prefix))
     settings = private_settings(root / "broker-home", full_jit=True, **{"broker.heap": "1g"})

@@ -9,7 +9,7 @@ the source, so an edit builds afresh beside the old build.
 Why not ``mvn package``: a packaged jar needs Maven's compiler, resources, jar and surefire
 plugins resolved from Central on first use, for one file; the dependency plugin is already in
 the local repository (the bootstrap used it), and javac takes about 2 s. The application runs
-from the class directory and the copied jars, like ``kappa/testing/jvm/DeltaRead.java``.
+from the class directory and the copied jars, like ``tests/support/jvm/DeltaRead.java``.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from typing import Any
 
 from bench.peers.reference import cents
 from bench.peers.workloads import CLOSING_PREFIX
-from kappa.testing.reference import replay
+from tests.support.reference import replay
 
 Row = dict[str, Any]
 

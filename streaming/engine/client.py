@@ -23,7 +23,7 @@ from typing import Any
 from streaming.engine.address import EngineAddress, read_address
 from streaming.errors import RunError
 from streaming.home import Home
-from streaming.processes import pid_alive
+from streaming.processes import ManagedProcess, pid_alive
 from streaming.settings import REPO_ROOT, Settings
 from streaming.wait import wait_until
 
@@ -113,23 +113,16 @@ def _starting(home: Home) -> Iterator[None]:
 
 def start_engine_process(settings: Settings) -> subprocess.Popen[bytes]:
     """``python -m streaming engine`` in its own process group, its output in its log."""
-    log_file = settings.home.log("engine")
-    log_file.parent.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, **settings.to_env(), "PYTHONUNBUFFERED": "1"}
-    with open(log_file, "ab") as log:
-        return subprocess.Popen(
-            [sys.executable, "-m", "streaming", "engine"],
-            env=env,
-            cwd=REPO_ROOT,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
+    argv = [sys.executable, "-m", "streaming", "engine"]
+    started = ManagedProcess("engine", argv, settings.home.log("engine"), env, REPO_ROOT).start()
+    assert started.proc is not None
+    return started.proc
 
 
 def ensure_engine(settings: Settings, timeout_s: float = 180.0) -> EngineClient:
-    """A client of the engine of ``settings.home``, starting the engine if none answers.
+    """A client of the engine of ``settings.home``, starting the engine if none answers (or,
+    for an engine started outside the platform, ``engine.external``, waiting for it).
 
     Raises:
         EngineUnavailableError: the engine did not answer within ``timeout_s`` (its log says
@@ -137,6 +130,15 @@ def ensure_engine(settings: Settings, timeout_s: float = 180.0) -> EngineClient:
     """
     client = EngineClient(settings.home)
     if client.answers():
+        return client
+    if settings.engine.external:
+        if not wait_until(client.answers, timeout_s, interval_s=1.0):
+            msg = (
+                f"the engine did not answer within {timeout_s:.0f} s; it is started outside the "
+                "platform (engine.external): check its SparkApplication (kubectl -n kappa get "
+                "sparkapplication kappa-engine)"
+            )
+            raise EngineUnavailableError(msg)
         return client
     with _starting(settings.home):
         if client.answers():  # another client started it while this one waited

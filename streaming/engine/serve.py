@@ -46,7 +46,7 @@ def serve(settings: Settings) -> int:
     server = EngineServer(engine, settings.engine.host, settings.engine.port, token, stop.set)
     host, port = server.server_address[:2]
     address = EngineAddress(
-        host=str(host),
+        host=settings.engine.advertised_host or str(host),
         port=int(port),
         pid=os.getpid(),
         token=token,

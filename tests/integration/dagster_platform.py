@@ -12,8 +12,6 @@ from dagster_graphql import DagsterGraphQLClient
 from kappa.broker import EmbeddedBroker
 from kappa.dagster_api import DagsterApi
 from kappa.platform_up import dagster_dev
-from kappa.testing.broker import delete_topics
-from kappa.testing.settings import private_settings
 from streaming.dagster_names import (
     PARTITION_TAG,
     deploy_job_name,
@@ -26,6 +24,8 @@ from streaming.engine.client import stop_engine
 from streaming.processes import ManagedProcess
 from streaming.settings import Settings
 from streaming.wait import wait_until
+from tests.support.broker import delete_topics
+from tests.support.settings import private_settings
 
 
 @dataclass

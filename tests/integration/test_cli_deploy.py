@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from kappa.testing.producing import customer_changes, send
-from kappa.testing.reference import customers_state, replay
-from kappa.testing.report_table import table_with
 from streaming.deployment import Deployment
 from streaming.settings import Settings
 from streaming.wait import wait_until
 from tests.integration.dagster_platform import running_platform
 from tests.integration.helpers import kappa, table_rows
+from tests.support.producing import customer_changes, send
+from tests.support.reference import customers_state, replay
+from tests.support.report_table import table_with
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

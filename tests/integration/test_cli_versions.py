@@ -7,8 +7,8 @@ import re
 import pytest
 
 from kappa.cli import main
-from kappa.testing.producing import Out, customer_changes, send
-from kappa.testing.report_table import row_where, table_with
+from tests.support.producing import Out, customer_changes, send
+from tests.support.report_table import row_where, table_with
 
 pytestmark = pytest.mark.integration
 

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import pytest
 
-from kappa.testing.enrichment import clicks_last_search_reference
-from kappa.testing.producing import clickstream, send
-from kappa.testing.reference import replay_stamped
 from tests.integration.helpers import (
     check_commits,
     check_every_batching,
     kill_twice_mid_run,
     run_until_caught_up,
 )
+from tests.support.enrichment import clicks_last_search_reference
+from tests.support.producing import clickstream, send
+from tests.support.reference import replay_stamped
 
 pytestmark = pytest.mark.integration
 

@@ -10,9 +10,6 @@ from __future__ import annotations
 
 import pytest
 
-from kappa.testing.producing import clickstream_with_profiles, send
-from kappa.testing.reference import replay_stamped
-from kappa.testing.seed_references import clicks_per_zip_reference
 from streaming.delta.table_reader import commits
 from streaming.deployment import Deployment
 from streaming.deployment.record import GROUP_STATE
@@ -22,6 +19,9 @@ from tests.integration.helpers import (
     kill_twice_mid_run,
     run_until_caught_up,
 )
+from tests.support.producing import clickstream_with_profiles, send
+from tests.support.reference import replay_stamped
+from tests.support.seed_references import clicks_per_zip_reference
 
 pytestmark = pytest.mark.integration
 

@@ -1,7 +1,8 @@
 """The demo pipelines on a real Spark standalone cluster (``kappa cluster start``): a master and
-two workers on 127.0.0.1, the executors reading Kafka and writing the table's files, checked
-against an independent replay of the topic in plain Python, and ``clicks_per_zip``, whose groups
-are shuffled between executors; then a worker killed mid-run; then the stateful
+two workers on 127.0.0.1; the engine on it runs three deployments at once, the executors reading
+Kafka and writing the table's files, checked against an independent replay of the topic in plain
+Python, ``clicks_per_zip`` with its groups shuffled between executors; then, in a process of its
+own, a worker killed mid-run; then the stateful
 ``transactions_enriched`` and ``spend_hourly`` (their state partitions on the executors) through
 a worker killed and a driver restarted, every commit equal to the reference at the offsets it
 records."""
@@ -19,22 +20,24 @@ import pytest
 
 from kappa.broker import EmbeddedBroker
 from kappa.cluster import SparkCluster
-from kappa.testing.enrichment import enriched_reference, spend_hourly_reference
-from kappa.testing.producing import (
+from streaming.delta.table_reader import commits
+from streaming.deployment import Deployment
+from streaming.engine.client import EngineClient, ensure_engine, stop_engine
+from streaming.run.options import RunOptions
+from streaming.settings import REPO_ROOT, Settings
+from streaming.wait import wait_until
+from tests.integration.helpers import check_commits, committed_batches, table_rows
+from tests.support.enrichment import enriched_reference, spend_hourly_reference
+from tests.support.producing import (
     clickstream_with_profiles,
     customer_changes,
     fraud_events,
     send,
     transactions,
 )
-from kappa.testing.reference import customers_state, replay, replay_stamped, spend_state
-from kappa.testing.seed_references import clicks_per_zip_reference
-from kappa.testing.settings import free_port, private_settings
-from streaming.delta.table_reader import commits
-from streaming.deployment import Deployment
-from streaming.settings import REPO_ROOT, Settings
-from streaming.wait import wait_until
-from tests.integration.helpers import check_commits, committed_batches, table_rows
+from tests.support.reference import customers_state, replay, replay_stamped, spend_state
+from tests.support.seed_references import clicks_per_zip_reference
+from tests.support.settings import free_port, private_settings
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -87,13 +90,39 @@ def _executor_dirs(settings: Settings, worker: str) -> list[Path]:
     return [p for p in (settings.home.cluster / worker).glob("app-*/*") if p.is_dir()]
 
 
-def test_pipelines_on_the_cluster_equal_the_reference(settings, cluster, broker):
+def _caught_up(client: EngineClient, deployments: list[str], timeout_s: float = 300) -> None:
+    def ended() -> bool:
+        return all(client.deployment(d)["state"] in ("caught_up", "failed") for d in deployments)
+
+    assert wait_until(ended, timeout_s, interval_s=0.5), client.deployments()
+    states = {
+        d: (client.deployment(d)["state"], client.deployment(d)["error"]) for d in deployments
+    }
+    assert all(state == "caught_up" for state, _ in states.values()), states
+
+
+def test_the_engine_runs_the_pipelines_on_the_cluster_equal_to_the_reference(
+    settings, cluster, broker
+):
+    """The engine as `kappa up` starts it, with the cluster as its master: its deployments'
+    tasks run in the workers' executors."""
     status = cluster.status()
     assert status.alive_workers == 2 and status.master_url.startswith("spark://127.0.0.1:")
     send(settings, customer_changes(6000, seed=21))
     send(settings, transactions(5000, seed=22))
-    _finish(_run(settings, "customers", "--max-offsets-per-trigger", "1500"))
-    _finish(_run(settings, "customer_spend", "--max-offsets-per-trigger", "2000"))
+    send(settings, clickstream_with_profiles(800, seed=27, users=12, step_ms=20_000))
+    client = ensure_engine(settings)
+    try:
+        assert client.health()["master"] == status.master_url
+        # Three deployments at once in the one application: a compacted table, an aggregate,
+        # and a plan that regroups (the clicks per input partition, a shuffle between
+        # executors, the zip codes per bucket).
+        for name, cap in (("customers", 1500), ("customer_spend", 2000), ("clicks_per_zip", 400)):
+            options = RunOptions(mode="until_caught_up", max_offsets_per_trigger=cap)
+            client.submit(name, "v1", options.model_dump(), f"cluster-{name}")
+        _caught_up(client, ["customers__v1", "customer_spend__v1", "clicks_per_zip__v1"])
+    finally:
+        stop_engine(settings.home)
 
     servers = settings.kafka.bootstrap_servers
     assert table_rows(settings, "customers") == customers_state(replay(servers, "customers"))
@@ -105,10 +134,6 @@ def test_pipelines_on_the_cluster_equal_the_reference(settings, cluster, broker)
         assert _executor_dirs(settings, worker), f"{worker} ran no executor"
     history = commits(Deployment("customers", "v1", settings.home).table_path)
     assert [c.batch_id for c in history] == list(range(len(history))) and len(history) >= 4
-
-    # A plan that regroups: the clicks per input partition, a shuffle, the zip codes per bucket.
-    send(settings, clickstream_with_profiles(800, seed=27, users=12, step_ms=20_000))
-    _finish(_run(settings, "clicks_per_zip", "--max-offsets-per-trigger", "400"))
     records = replay_stamped(servers, ["profiles", "searches", "clicks"])
     key = ("zip_code", "window_start")
     made, table = check_commits(

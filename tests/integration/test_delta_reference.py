@@ -4,7 +4,7 @@ The sink writes its own log entries and deletion vectors (``streaming/delta``); 
 read them back with delta-rs and polars, which share delta-rs' kernel. Here every table kind is
 written as the platform writes it, with deletes, re-created keys, compaction (also with rows
 deleted while it was prepared), checkpoints and cleanup, and one delta-spark JVM reads them all
-(``kappa.testing.delta_reference``). Per table, delta-spark's rows must equal delta-rs' rows,
+(``tests.support.delta_reference``). Per table, delta-spark's rows must equal delta-rs' rows,
 and both must equal a plain-Python reference of the batches written, so a table that both
 readers get wrong fails too.
 """
@@ -25,8 +25,6 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from kappa.testing.delta_reference import read_tables
-from kappa.testing.settings import private_settings
 from streaming.define.table_kinds import Accumulate, ChangeRows, LatestPerKey
 from streaming.delta import file_compaction
 from streaming.delta.cleanup import remove_unreferenced
@@ -39,6 +37,8 @@ from streaming.delta.file_compaction import CompactionPolicy
 from streaming.delta.maintenance import MaintenancePolicy
 from streaming.delta.table_reader import read_arrow
 from streaming.delta.table_store import TableLocation
+from tests.support.delta_reference import read_tables
+from tests.support.settings import private_settings
 
 pytestmark = pytest.mark.integration
 

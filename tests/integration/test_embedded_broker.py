@@ -14,10 +14,10 @@ import pytest
 from confluent_kafka import Producer
 
 from kappa.broker import EmbeddedBroker
-from kappa.testing.reference import replay
 from streaming.kafka.admin import ensure_topics
 from streaming.processes import pid_alive
 from streaming.wait import wait_until
+from tests.support.reference import replay
 
 pytestmark = pytest.mark.integration
 

@@ -14,9 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from kappa.testing.producing import Out, customer_changes, send, transactions
-from kappa.testing.reference import customers_state, log_ends, replay
-from kappa.testing.settings import private_settings
 from streaming.delta.table_reader import latest_commit, read_arrow
 from streaming.deployment import Deployment
 from streaming.engine.client import EngineClient, ensure_engine, stop_engine
@@ -25,6 +22,9 @@ from streaming.run.options import RunOptions
 from streaming.settings import Settings
 from streaming.wait import wait_until
 from tests.integration.user_code import customers_module, user_package
+from tests.support.producing import Out, customer_changes, send, transactions
+from tests.support.reference import customers_state, log_ends, replay
+from tests.support.settings import private_settings
 
 pytestmark = pytest.mark.integration
 
@@ -95,6 +95,12 @@ def _customers(settings: Settings, version: str, records: int, keep) -> None:  #
     assert actual == expected
 
 
+def _progress(client: EngineClient, deployment: str, since: int) -> list[dict]:
+    """The deployment's progress reports numbered ``since`` and later."""
+    events = client.deployment(deployment, since)["events"]
+    return [e for e in events if e["kind"] == "progress"]
+
+
 def test_a_pipeline_that_raises_fails_its_own_deployment_and_the_others_keep_committing(
     engine, broker
 ):  # type: ignore[no-untyped-def]
@@ -129,6 +135,12 @@ def test_a_pipeline_that_raises_fails_its_own_deployment_and_the_others_keep_com
         for p in log_ends(replay(settings.kafka.bootstrap_servers, "customers")).values()
     )
     _customers(settings, "a1", total, keep=lambda row: True)
+    # Idle: with no new record, trigger after trigger starts no batch (no Spark job).
+    idle_from = client.deployment("customers__a1")["next"]
+    assert wait_until(lambda: len(_progress(client, "customers__a1", idle_from)) >= 4, 30)
+    idle = _progress(client, "customers__a1", idle_from)
+    assert {e["batches"] for e in idle} == {idle[0]["batches"]}, idle
+    assert {e["total_lag"] for e in idle} == {0}
     client.stop("customers__a1")
     assert wait_until(lambda: client.deployment("customers__a1")["state"] == "stopped", 60)
 

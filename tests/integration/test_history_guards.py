@@ -9,10 +9,10 @@ from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from kappa.cli import main
-from kappa.testing.producing import customer_changes, send, transactions
 from streaming.deployment import Deployment
 from streaming.kafka.admin import ensure_topics
 from streaming.kafka.history import dropping_settings
+from tests.support.producing import customer_changes, send, transactions
 
 pytestmark = pytest.mark.integration
 

@@ -10,8 +10,6 @@ import psutil
 import pytest
 
 from kappa.deployments import deployment_statuses, latest_event
-from kappa.testing.producing import send, transactions
-from kappa.testing.reference import replay, spend_state, table_state
 from quality.report import load_result
 from streaming.dagster_names import PARTITION_TAG
 from streaming.delta.table_reader import read_arrow
@@ -19,6 +17,8 @@ from streaming.deployment import Deployment
 from streaming.processes import wait_gone
 from streaming.wait import wait_until
 from tests.integration.dagster_platform import running_platform
+from tests.support.producing import send, transactions
+from tests.support.reference import replay, spend_state, table_state
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -9,9 +9,9 @@ import pytest
 
 from kappa.broker import EmbeddedBroker
 from kappa.log_check import EXIT_LOG_LOST, find_shortfalls
-from kappa.testing.producing import customer_changes, send
 from streaming.deployment import Deployment
 from tests.integration.helpers import kappa, run_until_caught_up
+from tests.support.producing import customer_changes, send
 
 pytestmark = pytest.mark.integration
 

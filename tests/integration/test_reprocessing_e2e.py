@@ -19,8 +19,6 @@ import pytest
 from dagster import AssetCheckKey, AssetKey, DagsterInstance
 
 from kappa.broker import EmbeddedBroker
-from kappa.testing.producing import customer_changes, send
-from kappa.testing.reference import Record, customers_state, log_ends, replay, table_state
 from streaming.delta.table_reader import commits, last_end_offsets, read_arrow
 from streaming.deployment import Deployment
 from streaming.kafka import offsets as off
@@ -29,6 +27,8 @@ from streaming.versions.promotion import comparison_offsets
 from streaming.wait import wait_until
 from tests.integration.dagster_platform import Platform, running_platform
 from tests.integration.user_code import customers_module, user_package
+from tests.support.producing import customer_changes, send
+from tests.support.reference import Record, customers_state, log_ends, replay, table_state
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

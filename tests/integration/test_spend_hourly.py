@@ -10,9 +10,6 @@ from typing import Any
 
 import pytest
 
-from kappa.testing.enrichment import spend_hourly_reference
-from kappa.testing.producing import fraud_events, send
-from kappa.testing.reference import log_ends, replay_stamped
 from pipelines.spend_hourly import spend_per_window
 from quality.rules import ComparisonPolicy
 from streaming.define import Pipeline
@@ -30,6 +27,9 @@ from tests.integration.helpers import (
     kill_twice_mid_run,
     run_until_caught_up,
 )
+from tests.support.enrichment import spend_hourly_reference
+from tests.support.producing import fraud_events, send
+from tests.support.reference import log_ends, replay_stamped
 
 pytestmark = pytest.mark.integration
 

@@ -9,11 +9,11 @@ import time
 import pytest
 
 from kappa.cli import main
-from kappa.testing.producing import customer_changes, send
-from kappa.testing.reference import Record, customers_state, replay
-from kappa.testing.report_table import row_where, table_with
 from streaming.wait import wait_until
 from tests.integration.helpers import table_rows
+from tests.support.producing import customer_changes, send
+from tests.support.reference import Record, customers_state, replay
+from tests.support.report_table import row_where, table_with
 
 pytestmark = pytest.mark.integration
 

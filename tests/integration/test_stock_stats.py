@@ -16,10 +16,6 @@ from typing import Any
 
 import pytest
 
-from kappa.testing.producing import send, trade_events
-from kappa.testing.reference import changelog_table, log_ends, replay_stamped
-from kappa.testing.run_together import run_together
-from kappa.testing.seed_references import stock_moving_avg_reference, stock_stats_reference
 from streaming.define.registry import get_pipeline
 from streaming.versions.live_pointer import claim_first
 from tests.integration.helpers import (
@@ -29,6 +25,10 @@ from tests.integration.helpers import (
     replay_published,
     run_until_caught_up,
 )
+from tests.support.producing import send, trade_events
+from tests.support.reference import changelog_table, log_ends, replay_stamped
+from tests.support.run_together import run_together
+from tests.support.seed_references import stock_moving_avg_reference, stock_stats_reference
 
 pytestmark = pytest.mark.integration
 

@@ -15,9 +15,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from kappa.testing.enrichment import enriched_reference
-from kappa.testing.producing import fraud_events, send
-from kappa.testing.reference import changelog_table, log_ends, replay_stamped
 from pipelines.transactions_enriched import SUSPICIOUS
 from quality.rules import ComparisonPolicy
 from streaming.define import Pipeline
@@ -35,6 +32,9 @@ from tests.integration.helpers import (
     replay_published,
     run_until_caught_up,
 )
+from tests.support.enrichment import enriched_reference
+from tests.support.producing import fraud_events, send
+from tests.support.reference import changelog_table, log_ends, replay_stamped
 
 pytestmark = pytest.mark.integration
 

@@ -52,10 +52,20 @@ def test_custom_resources_are_for_the_operators_installed_first():
     custom = [doc for _, doc in RESOURCES if (doc["apiVersion"], doc["kind"]) in CUSTOM]
     assert len(custom) == 5
     spark = next(doc for doc in custom if doc["kind"] == "SparkApplication")
-    assert spark["spec"]["arguments"][:2] == ["run", "customers"]
+    # One SparkApplication per engine, reached by clients through a Service on its control port.
+    assert spark["spec"]["arguments"] == ["engine"]
+    assert spark["spec"]["sparkConf"]["spark.scheduler.mode"] == "FAIR"
+    engine_env = {e["name"]: e["value"] for e in spark["spec"]["driver"]["env"]}
+    service = next(doc for _, doc in RESOURCES if doc["kind"] == "Service")
+    assert service["metadata"]["name"] == engine_env["KAPPA_ENGINE_ADVERTISED_HOST"].split(".")[0]
+    assert service["spec"]["ports"][0]["targetPort"] == int(engine_env["KAPPA_ENGINE_PORT"])
+    assert service["spec"]["selector"].items() <= spark["spec"]["driver"]["labels"].items() | {
+        ("spark-role", "driver")
+    }
     mounts = {m["mountPath"] for m in spark["spec"]["executor"]["volumeMounts"]}
     settings = next(doc for _, doc in RESOURCES if doc["kind"] == "ConfigMap")
     assert settings["data"]["KAPPA_HOME"] in mounts  # executors write where the driver commits
+    assert settings["data"]["KAPPA_ENGINE_EXTERNAL"] == "true"  # Dagster never starts its own
     topics = {doc["metadata"]["name"] for doc in custom if doc["kind"] == "KafkaTopic"}
     assert topics == {"customers", "transactions"}
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from kappa.cluster import SparkCluster
-from kappa.testing.settings import private_settings
 from streaming.errors import ConfigError
+from tests.support.settings import private_settings
 
 
 def test_a_stopped_cluster_reports_itself_not_running(tmp_path):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kappa.demo import producer_config
-from kappa.testing.settings import private_settings
+from tests.support.settings import private_settings
 
 
 def test_demo_producer_batches_by_the_configured_linger(tmp_path):

@@ -9,11 +9,11 @@ from confluent_kafka import KafkaException
 
 from kappa.cli import main
 from kappa.demo import produce
-from kappa.testing.settings import private_settings
 from streaming.errors import KafkaLogError
 from streaming.kafka.admin import ensure_topics
 from streaming.kafka.log import KafkaLog
 from streaming.settings import load_settings
+from tests.support.settings import private_settings
 
 BAD = {"KAPPA_KAFKA_SECURITY_PROTOCOL": "bogus"}
 REFUSED = 'Invalid value "bogus" for configuration property "security.protocol"'

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kappa.testing.report_table import row_where, table_with, text_tables
+from tests.support.report_table import row_where, table_with, text_tables
 
 REPORT = """Table customers: FAILED (1 of 3 checks failed)
 rows 12   validated at 2026-01-01   now_ms 1

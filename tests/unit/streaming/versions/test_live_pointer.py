@@ -8,7 +8,6 @@ from functools import partial
 
 import pytest
 
-from kappa.testing.settings import private_settings
 from streaming.deployment import Deployment
 from streaming.errors import InvalidNameError
 from streaming.home import Home
@@ -20,6 +19,7 @@ from streaming.versions.live_pointer import (
     live_version,
     switch,
 )
+from tests.support.settings import private_settings
 
 
 @pytest.fixture

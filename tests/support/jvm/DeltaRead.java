@@ -13,7 +13,7 @@ import org.apache.spark.sql.functions;
  * one JSON object per row; "#error N message" instead of the rest if reading table N failed; and
  * "#done" last. One JVM start serves every table given.
  *
- * <p>Compiled and run by kappa/testing/delta_reference.py, which says why it is a JVM of its own.
+ * <p>Compiled and run by tests/support/delta_reference.py, which says why it is a JVM of its own.
  */
 public final class DeltaRead {
   // Nulls written as nulls (not left out), timestamps in UTC to the microsecond (Spark's JSON

@@ -1,6 +1,6 @@
 """Several deployments in one process: each its own streaming query on one SparkSession, each
 until caught up. Tests run pipelines that read one log side by side this way, and SIGKILL them
-all at once (``python -m kappa.testing.run_together NAME... --max-offsets-per-trigger N``), so a
+all at once (``python -m tests.support.run_together NAME... --max-offsets-per-trigger N``), so a
 crash test of many pipelines costs two process starts, not two per pipeline.
 """
 
@@ -52,7 +52,7 @@ def run_together(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kappa.testing.run_together")
+    parser = argparse.ArgumentParser(prog="python -m tests.support.run_together")
     parser.add_argument("pipelines", nargs="+", help="pipeline names (their declared versions)")
     parser.add_argument("--max-offsets-per-trigger", type=int, default=None)
     args = parser.parse_args(argv)

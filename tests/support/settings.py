@@ -8,8 +8,8 @@ from kappa.ports import free_port
 from streaming.settings import Settings, load_settings
 
 # Test JVMs live seconds to minutes on small data, where C2 compiles code that has no time left
-# to pay back: capped at C1, a Spark driver spends about half the CPU (README, Tests). The
-# platform itself keeps the full JIT (README, Performance), and so do benchmarks of throughput.
+# to pay back: capped at C1, a Spark driver spends about half the CPU (bench/RESULTS.md, What
+# the suite cost). The platform itself keeps the full JIT, and so do benchmarks of throughput.
 SHORT_LIVED_JIT = "-XX:TieredStopAtLevel=1"
 
 

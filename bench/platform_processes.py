@@ -1,0 +1,64 @@
+"""The processes of one platform home: everything `kappa up` started, directly or not.
+
+The broker and the engine are detached from `kappa up` (their own sessions), so a process tree
+misses them; every process of the platform, though, runs with the home in its environment
+(``KAPPA_HOME``) or on its command line (the broker's data directory).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import psutil
+
+
+@dataclass(frozen=True)
+class Member:
+    pid: int
+    role: str
+    rss: int
+    cpu_s: float  # user + system time so far
+
+
+def _role(cmdline: list[str]) -> str:
+    text = " ".join(cmdline)
+    if "java" in (cmdline[0] if cmdline else ""):
+        if "kafka" in text.lower() or "tansu" in text.lower():
+            return "broker"
+        return "spark-jvm"
+    for marker, role in (
+        ("streaming engine", "engine"),
+        ("pyspark.daemon", "spark-python"),
+        ("pyspark.worker", "spark-python"),
+        ("dagster", "dagster"),
+        ("demo produce", "producer"),
+        ("kappa.cli up", "kappa-up"),
+    ):
+        if marker in text:
+            return role
+    return "other"
+
+
+def members(home: str) -> list[Member]:
+    """Every live process whose environment or command line names ``home``."""
+    found = []
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        try:
+            cmdline = proc.info["cmdline"] or []
+            named = any(home in part for part in cmdline)
+            if not named and proc.environ().get("KAPPA_HOME") != home:
+                continue
+            times = proc.cpu_times()
+            cpu = times.user + times.system + times.children_user + times.children_system
+            found.append(Member(proc.pid, _role(cmdline), proc.memory_info().rss, cpu))
+        except (psutil.Error, OSError):
+            continue
+    return found
+
+
+def by_role(found: list[Member], measure: str) -> dict[str, float]:
+    """``measure`` (``rss`` or ``cpu_s``) summed per role."""
+    totals: dict[str, float] = {}
+    for member in found:
+        totals[member.role] = totals.get(member.role, 0) + getattr(member, measure)
+    return totals
