@@ -24,26 +24,6 @@ from typing import Any
 
 import pytest
 
-from kappa.testing.enrichment import (
-    clicks_last_search_reference,
-    enriched_reference,
-    spend_hourly_reference,
-)
-from kappa.testing.producing import Out, clickstream_with_profiles, fraud_events, send, trade_events
-from kappa.testing.reference import (
-    Stamped,
-    changelog_table,
-    customers_state,
-    replay_stamped,
-    spend_state,
-)
-from kappa.testing.seed_references import (
-    clicks_enriched_reference,
-    clicks_per_zip_reference,
-    fraud_by_history_reference,
-    stock_moving_avg_reference,
-    stock_stats_reference,
-)
 from streaming.define.registry import get_pipeline, pipeline_names
 from streaming.delta.table_reader import latest_commit, read_arrow
 from streaming.deployment import Deployment
@@ -56,6 +36,26 @@ from streaming.versions.live_pointer import live_version
 from streaming.wait import wait_until
 from tests.integration.dagster_platform import Platform, running_platform
 from tests.integration.helpers import check_commits, published_once, replay_published
+from tests.support.enrichment import (
+    clicks_last_search_reference,
+    enriched_reference,
+    spend_hourly_reference,
+)
+from tests.support.producing import Out, clickstream_with_profiles, fraud_events, send, trade_events
+from tests.support.reference import (
+    Stamped,
+    changelog_table,
+    customers_state,
+    replay_stamped,
+    spend_state,
+)
+from tests.support.seed_references import (
+    clicks_enriched_reference,
+    clicks_per_zip_reference,
+    fraud_by_history_reference,
+    stock_moving_avg_reference,
+    stock_stats_reference,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
