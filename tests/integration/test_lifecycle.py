@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import time
-
 import pytest
 
 from kappa.deployments import deployment_statuses, latest_event
@@ -123,30 +119,3 @@ def _suite_runs(platform) -> list[str]:  # type: ignore[no-untyped-def]
         for r in platform.api.runs()
         if r.job_name == "quality_customer_spend" and r.tags.get(PARTITION_TAG) == "v1"
     ]
-
-
-def test_sigkilled_deployment_comes_back_by_itself(platform):
-    settings = platform.settings
-    run_id = platform.launch("customer_spend", **FAST)
-    assert wait_until(lambda: platform.holder_pid("customer_spend") is not None, 90, 0.5)
-    before = _txn_total(platform)
-    send(settings, transactions(800, seed=23))
-    assert wait_until(lambda: _txn_total(platform) == before + 800, timeout_s=90, interval_s=0.5)
-
-    pid = platform.holder_pid("customer_spend")
-    assert pid is not None
-    os.kill(pid, signal.SIGKILL)
-    killed_at = time.monotonic()
-    send(settings, transactions(600, seed=24))
-    assert wait_until(
-        lambda: (p := platform.holder_pid("customer_spend")) is not None and p != pid,
-        timeout_s=60,
-        interval_s=0.5,
-    ), "the deployment did not come back within 60 s"
-    assert wait_until(lambda: _txn_total(platform) == before + 1400, timeout_s=90, interval_s=0.5)
-    print(f"kill -9 -> resumed processing in {time.monotonic() - killed_at:.1f} s")
-    assert platform.status(run_id) == "STARTED"  # healed within the same run
-    expected = spend_state(replay(settings.kafka.bootstrap_servers, "transactions"))
-    assert _spend(platform) == expected
-    platform.client.terminate_run(run_id)
-    platform.wait_status(run_id, {"CANCELED"}, timeout_s=30)
