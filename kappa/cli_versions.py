@@ -11,6 +11,7 @@ from collections.abc import Iterable
 
 from streaming.define.pipeline import Pipeline
 from streaming.define.registry import get_pipeline, pipeline_names
+from streaming.deployment import deployment_id
 from streaming.settings import Settings
 from streaming.versions.live_pointer import history
 
@@ -165,7 +166,7 @@ def _retire(settings: Settings, args: argparse.Namespace) -> int:
         args.version,
         lambda run_id: DagsterApi(settings).terminate([run_id]),
     )
-    print(f"retired {pipeline.name}__{args.version}: removed {len(removed)} path(s)")
+    print(f"retired {deployment_id(pipeline.name, args.version)}: removed {len(removed)} path(s)")
     return 0
 
 

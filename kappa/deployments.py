@@ -16,6 +16,7 @@ from typing import Any
 from kappa.dagster_api import DagsterApi, RunInfo
 from kappa.errors import OperatorError
 from streaming.dagster_names import PARTITION_TAG, VERSION_TAG, deploy_job_name, table_key_path
+from streaming.deployment import deployment_id
 
 _REPORTS = """
 query Reports($key: AssetKeyInput!, $partitions: [String!]) {
@@ -136,7 +137,11 @@ def _status(
     event = latest_event(api, pipeline, version) if version else None
     values = _entries(event) if event and event["runId"] == run.run_id else {}
     status = _RUN_STATUS.get(run.status) or str(values.get("state", "starting"))
-    note = _note(run, f"{pipeline}__{version}", engine) if status in ("queued", "starting") else ""
+    note = (
+        _note(run, deployment_id(pipeline, version), engine)
+        if status in ("queued", "starting")
+        else ""
+    )
     return DeploymentStatus(
         note=note,
         pipeline=pipeline,

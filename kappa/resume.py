@@ -31,6 +31,7 @@ from streaming.dagster_names import (
     deploy_op_name,
 )
 from streaming.define.registry import pipeline_names
+from streaming.deployment import deployment_id
 from streaming.settings import Settings
 from streaming.wait import wait_until
 
@@ -138,7 +139,7 @@ def resume(
             running
         ):
             continue
-        if f"{deployment.pipeline}__{deployment.version}" in skip:
+        if deployment_id(deployment.pipeline, deployment.version) in skip:
             continue
         tags = {**deployment.tags, "kappa/resumed_from": deployment.run_id}
         tags[REASON_TAG] = "resumed after a platform restart"

@@ -30,7 +30,7 @@ from assets.runs import run_state
 from streaming.dagster_names import PARTITION_TAG, PIPELINE_TAG, quality_job_name
 from streaming.define.registry import registry
 from streaming.delta.table_reader import latest_commit
-from streaming.deployment import Deployment
+from streaming.deployment import Deployment, deployment_id
 from streaming.settings import Settings
 from streaming.versions.comparable import deployed_versions
 
@@ -103,7 +103,7 @@ def quality_sensor(quality_jobs: Mapping[str, Any], interval_s: int) -> SensorDe
             ):
                 continue
             context.log.info(f"running the quality suite of {due.reason}")
-            launched[f"{due.pipeline}__{due.version}"] = now
+            launched[deployment_id(due.pipeline, due.version)] = now
             # A job of checks only has no partitions of its own: the run's partition tag is the
             # version its checks evaluate.
             requests.append(RunRequest(job_name=job, tags=tags))

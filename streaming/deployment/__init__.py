@@ -9,7 +9,13 @@
 
 from streaming.deployment.checkpoint import SparkCheckpoint
 from streaming.deployment.lock import DeploymentBusyError, DeploymentLock
-from streaming.deployment.record import Comparison, Deployment, deployments_on_disk, derived_state
+from streaming.deployment.record import (
+    Comparison,
+    Deployment,
+    deployment_id,
+    deployments_on_disk,
+    derived_state,
+)
 
 __all__ = [
     "Comparison",
@@ -17,6 +23,7 @@ __all__ = [
     "DeploymentBusyError",
     "DeploymentLock",
     "SparkCheckpoint",
+    "deployment_id",
     "deployments_on_disk",
     "derived_state",
 ]

@@ -48,6 +48,13 @@ from streaming.errors import InvalidNameError
 from streaming.home import Home, as_home
 
 SEPARATOR = "__"
+
+
+def deployment_id(pipeline: str, version: str) -> str:
+    """A deployment's name, ``<pipeline>__<version>``: its folders, its Spark query, its pool."""
+    return f"{pipeline}{SEPARATOR}{version}"
+
+
 PIN_MANIFEST = "pin.json"
 WHOLE_STATE = -1  # the state partition of a plan whose state is not split by input partition
 # The state partitions of a regrouping plan's groups (``streaming.define.chaining``), one per
@@ -170,7 +177,7 @@ class Deployment:
 
     @property
     def id(self) -> str:
-        return f"{self.pipeline}{SEPARATOR}{self.version}"
+        return deployment_id(self.pipeline, self.version)
 
     @property
     def app_id(self) -> str:

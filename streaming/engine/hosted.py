@@ -18,6 +18,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from streaming.deployment import deployment_id
 from streaming.errors import KappaError
 from streaming.run.job import exit_code
 from streaming.run.options import RunOptions
@@ -85,7 +86,7 @@ class DeploymentRequest:
 
     @property
     def id(self) -> str:
-        return f"{self.pipeline}__{self.version}"
+        return deployment_id(self.pipeline, self.version)
 
 
 class HostedDeployment:
