@@ -56,7 +56,7 @@ def test_a_crash_is_retried_with_backoff_then_fails_with_its_cause_and_log_tail(
     [failure] = [e for e in events if e.is_step_failure]
     final = failure.step_failure_data.user_failure_data
     assert final is not None
-    assert "streaming process exited with code 2" in final.description
+    assert "exited with code 2" in final.description  # the deployment, in the engine
     metadata = {k: getattr(v, "value", v) for k, v in final.metadata.items()}
     assert metadata["exit_code"] == 2
     assert "did not answer" in metadata["log_tail"]  # the cause, from the job's log
