@@ -18,7 +18,7 @@ while it runs, injects:
    with ``DATA LOSS`` (exit code 3) rather than skip.
 
 After each fault group the table is compared with an independent replay of the topic
-(``tests/support/reference.py``) at the table's last commit, and the dead-letter table with the
+(``bench/support/reference.py``) at the table's last commit, and the dead-letter table with the
 poison records produced. Zero lost and zero duplicated rows is the pass condition. The results
 table is printed and written to ``bench/results/faults.json``; the exit code is 0 only if every
 row passes.

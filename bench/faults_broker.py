@@ -12,10 +12,10 @@ from pathlib import Path
 from bench import faults_checks as checks
 from bench.faults_run import FaultRow, FaultRun, table_ends, wait_for
 from bench.processes import StreamingJob
+from bench.support.settings import free_port, private_settings
 from kappa.broker import EmbeddedBroker
 from streaming.deployment import Deployment
 from streaming.kafka.log import CLIENT_LOGGER
-from tests.support.settings import free_port, private_settings
 
 
 def broker_outage(run: FaultRun, seconds: float) -> FaultRow:
@@ -93,8 +93,8 @@ def lost_log_data_loss(work: Path, seed: int) -> FaultRow:
     The topic is deleted and created again, empty, so its log ends below the checkpoint; a query
     that went on would silently skip records. A second start must refuse as well.
     """
-    from tests.support.broker import delete_topics
-    from tests.support.producing import customer_changes, send
+    from bench.support.broker import delete_topics
+    from bench.support.producing import customer_changes, send
 
     home = work / "lost-log-home"
     settings = private_settings(home, free_port())

@@ -1,7 +1,7 @@
 """Looking at a deployment from outside: where a kill landed, and whether anything was lost.
 
 Nothing here shares code with the pipeline's write path: phases are read from Spark's checkpoint
-files and the Delta log, and tables are compared with ``tests.support.reference``, an
+files and the Delta log, and tables are compared with ``bench.support.reference``, an
 independent replay.
 """
 
@@ -18,10 +18,10 @@ from typing import Any
 from deltalake import DeltaTable
 
 from bench.faults_workload import TOPIC, PoisonBytes, PoisonKind
+from bench.support.reference import customers_state, replay
 from streaming.delta.dead_letters import DeadLetters
 from streaming.delta.table_reader import commits, read_arrow
 from streaming.deployment import Deployment
-from tests.support.reference import customers_state, replay
 
 BEFORE_ANY_WRITE = "mid-batch, before any write"
 IN_DEAD_LETTERS = "after the dead-letter commit, before the table commit"

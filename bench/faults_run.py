@@ -21,10 +21,10 @@ from bench import faults_checks as checks
 from bench.faults_env import Disk
 from bench.faults_workload import TOPIC, EventStream
 from bench.processes import StreamingJob
+from bench.support.settings import free_port, private_settings
 from kappa.broker import EmbeddedBroker
 from streaming.delta.table_reader import last_end_offsets
 from streaming.deployment import Deployment
-from tests.support.settings import free_port, private_settings
 
 
 @dataclass

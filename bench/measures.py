@@ -44,7 +44,7 @@ class BenchEnv:
     def private(cls, prefix: str) -> tuple[BenchEnv, Settings]:
         """A new platform home under the temp directory with free broker ports, and its
         settings: the environment every streaming job of the run gets."""
-        from tests.support.settings import free_port
+        from bench.support.settings import free_port
 
         home = Path(tempfile.mkdtemp(prefix=prefix))
         port = free_port()

@@ -1,7 +1,7 @@
 """Tables of the platform benchmark checked against an independent plain-Python replay.
 
 Each check reads the table as of its latest commit and replays the commit's input prefix with
-the reference functions the tests use (``tests.support.reference``), which share no code with
+the reference functions the tests use (``bench.support.reference``), which share no code with
 the pipelines. Pipelines without a check here are covered by their integration tests and by the
 whole-demo test; the benchmark says which tables it checked.
 """
@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from bench.support.reference import Record, customers_state, replay, spend_state, table_state
 from streaming.delta.table_reader import latest_commit, read_arrow
 from streaming.deployment import Deployment
 from streaming.settings import Settings
-from tests.support.reference import Record, customers_state, replay, spend_state, table_state
 
 Reference = Callable[[Iterable[Record]], dict[str, dict[str, Any]]]
 

@@ -38,6 +38,8 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
+from bench.support.reference import customers_state, replay, table_state
+from bench.support.settings import private_settings
 from kappa.broker import EmbeddedBroker
 from kappa.demo import CUSTOMERS_TOPIC, TRANSACTIONS_TOPIC, events
 from streaming.delta.table_reader import read_arrow
@@ -45,8 +47,6 @@ from streaming.deployment import Deployment
 from streaming.kafka.admin import ensure_topics
 from streaming.kafka.log import KafkaLog
 from streaming.settings import REPO_ROOT, Settings
-from tests.support.reference import customers_state, replay, table_state
-from tests.support.settings import private_settings
 
 TOPICS = (CUSTOMERS_TOPIC, TRANSACTIONS_TOPIC)
 PIPELINES = {"customers": CUSTOMERS_TOPIC, "customer_spend": TRANSACTIONS_TOPIC}

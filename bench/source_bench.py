@@ -34,12 +34,12 @@ from typing import Any
 import psutil
 import pyarrow as pa
 
+from bench.support.settings import private_settings
 from bench.workload import TOPIC, Workload
 from kappa.broker import EmbeddedBroker
 from streaming.jars import SPARK_KAFKA, classpath
 from streaming.kafka.admin import ensure_topics
 from streaming.settings import Settings
-from tests.support.settings import private_settings
 
 SOURCES = ("python", "spark")
 # The steady-state runs write their own topic, so the replays read the same log every time.

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from bench.support.broker import delete_topics
+from bench.support.settings import private_settings
 from kappa.broker import EmbeddedBroker
 from streaming.settings import Settings
-from tests.support.broker import delete_topics
-from tests.support.settings import private_settings
 
 
 @pytest.fixture(scope="session")

@@ -48,8 +48,8 @@ def write_workload_backlog(
 def private_broker(prefix: str, keep: bool = False) -> Iterator[tuple[Path, Settings]]:
     """A temporary directory and an embedded broker in it, with the settings that reach it;
     the broker stopped and the directory removed (unless ``keep``) on the way out."""
+    from bench.support.settings import private_settings
     from kappa.broker import EmbeddedBroker
-    from tests.support.settings import private_settings
 
     root = Path(tempfile.mkdtemp(prefix=prefix))
     settings = private_settings(root / "broker-home", full_jit=True, **{"broker.heap": "1g"})

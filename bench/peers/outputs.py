@@ -20,7 +20,7 @@ from typing import Any
 
 from bench.peers.reference import cents
 from bench.peers.workloads import CLOSING_PREFIX
-from tests.support.reference import replay
+from bench.support.reference import replay
 
 Row = dict[str, Any]
 

@@ -9,6 +9,8 @@ from pathlib import Path
 
 from dagster_graphql import DagsterGraphQLClient
 
+from bench.support.broker import delete_topics
+from bench.support.settings import private_settings
 from kappa.broker import EmbeddedBroker
 from kappa.dagster_api import DagsterApi
 from kappa.platform_up import dagster_dev
@@ -24,8 +26,6 @@ from streaming.engine.client import stop_engine
 from streaming.processes import ManagedProcess
 from streaming.settings import Settings
 from streaming.wait import wait_until
-from tests.support.broker import delete_topics
-from tests.support.settings import private_settings
 
 
 @dataclass

@@ -19,6 +19,7 @@ import pyarrow as pa
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 from deltalake import CommitProperties, write_deltalake
 
+from bench.support.reference import Stamped, table_state
 from streaming.define import Pipeline
 from streaming.define.registry import get_pipeline
 from streaming.delta.commit_info import BATCH_ID, END_OFFSETS
@@ -31,7 +32,6 @@ from streaming.run.reporting import Snapshot
 from streaming.run.runner import PipelineRunner
 from streaming.settings import CRASH_AT_ENV, REPO_ROOT, Settings
 from streaming.wait import wait_until
-from tests.support.reference import Stamped, table_state
 
 
 def run_until_caught_up(

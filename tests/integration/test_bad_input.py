@@ -6,11 +6,11 @@ import json
 
 import pytest
 
+from bench.support.producing import Out, send, transactions
+from bench.support.reference import replay, spend_state
 from streaming.delta.dead_letters import DeadLetters
 from streaming.deployment import Deployment
 from tests.integration.helpers import run_until_caught_up, table_rows
-from tests.support.producing import Out, send, transactions
-from tests.support.reference import replay, spend_state
 
 pytestmark = pytest.mark.integration
 

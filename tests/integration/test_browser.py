@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from dagster import DagsterInstance
 
+from bench.support.producing import send, transactions
 from streaming.dagster_names import versions_partitions_name
 from streaming.wait import wait_until
 from tests.integration.browser import (
@@ -20,7 +21,6 @@ from tests.integration.browser import (
     materialize_one_partition,
 )
 from tests.integration.dagster_platform import running_platform
-from tests.support.producing import send, transactions
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

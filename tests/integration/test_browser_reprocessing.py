@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from bench.support.producing import customer_changes, send
 from streaming.dagster_names import versions_partitions_name
 from streaming.versions.live_pointer import live_version
 from streaming.wait import wait_until
@@ -31,7 +32,6 @@ from tests.integration.browser import (
 )
 from tests.integration.dagster_platform import Platform, running_platform
 from tests.integration.user_code import customers_module, user_package
-from tests.support.producing import customer_changes, send
 
 pytestmark = [
     pytest.mark.integration,

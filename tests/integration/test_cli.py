@@ -10,10 +10,10 @@ from decimal import Decimal
 
 import pytest
 
+from bench.support.producing import customer_changes, send, transactions
+from bench.support.reference import customers_state, replay, spend_state
 from streaming.settings import REPO_ROOT
 from tests.integration.helpers import kappa
-from tests.support.producing import customer_changes, send, transactions
-from tests.support.reference import customers_state, replay, spend_state
 
 
 def _one_line_error(result: subprocess.CompletedProcess[str]) -> str:

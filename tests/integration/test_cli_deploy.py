@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from bench.support.producing import customer_changes, send
+from bench.support.reference import customers_state, replay
 from streaming.deployment import Deployment
 from streaming.settings import Settings
 from streaming.wait import wait_until
 from tests.integration.dagster_platform import running_platform
 from tests.integration.helpers import kappa, table_rows
-from tests.support.producing import customer_changes, send
-from tests.support.reference import customers_state, replay
 from tests.support.report_table import table_with
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

@@ -6,8 +6,8 @@ import re
 
 import pytest
 
+from bench.support.producing import Out, customer_changes, send
 from kappa.cli import main
-from tests.support.producing import Out, customer_changes, send
 from tests.support.report_table import row_where, table_with
 
 pytestmark = pytest.mark.integration

@@ -10,6 +10,8 @@ import json
 
 import pytest
 
+from bench.support.producing import Out, clickstream, send
+from bench.support.reference import replay_stamped
 from streaming.delta.table_reader import commits, read_arrow
 from streaming.deployment import Deployment
 from tests.integration.helpers import (
@@ -19,8 +21,6 @@ from tests.integration.helpers import (
     late_dead_letters,
     run_until_caught_up,
 )
-from tests.support.producing import Out, clickstream, send
-from tests.support.reference import replay_stamped
 from tests.support.seed_references import click_sessions_reference
 
 pytestmark = pytest.mark.integration

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import pytest
 
+from bench.support.producing import clickstream_with_profiles, send
+from bench.support.reference import replay_stamped
 from tests.integration.helpers import (
     check_commits,
     check_every_batching,
     kill_twice_mid_run,
     run_until_caught_up,
 )
-from tests.support.producing import clickstream_with_profiles, send
-from tests.support.reference import replay_stamped
 from tests.support.seed_references import clicks_enriched_reference
 
 pytestmark = pytest.mark.integration

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from bench.support.producing import clickstream, send
+from bench.support.reference import replay_stamped
 from tests.integration.helpers import (
     check_commits,
     check_every_batching,
@@ -13,8 +15,6 @@ from tests.integration.helpers import (
     run_until_caught_up,
 )
 from tests.support.enrichment import clicks_last_search_reference
-from tests.support.producing import clickstream, send
-from tests.support.reference import replay_stamped
 
 pytestmark = pytest.mark.integration
 

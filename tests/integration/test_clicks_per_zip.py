@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import pytest
 
+from bench.support.producing import clickstream_with_profiles, send
+from bench.support.reference import replay_stamped
 from streaming.delta.table_reader import commits
 from streaming.deployment import Deployment
 from streaming.deployment.record import GROUP_STATE
@@ -19,8 +21,6 @@ from tests.integration.helpers import (
     kill_twice_mid_run,
     run_until_caught_up,
 )
-from tests.support.producing import clickstream_with_profiles, send
-from tests.support.reference import replay_stamped
 from tests.support.seed_references import clicks_per_zip_reference
 
 pytestmark = pytest.mark.integration

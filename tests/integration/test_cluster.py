@@ -18,6 +18,15 @@ from pathlib import Path
 
 import pytest
 
+from bench.support.producing import (
+    clickstream_with_profiles,
+    customer_changes,
+    fraud_events,
+    send,
+    transactions,
+)
+from bench.support.reference import customers_state, replay, replay_stamped, spend_state
+from bench.support.settings import free_port, private_settings
 from kappa.broker import EmbeddedBroker
 from kappa.cluster import SparkCluster
 from streaming.delta.table_reader import commits
@@ -28,16 +37,7 @@ from streaming.settings import REPO_ROOT, Settings
 from streaming.wait import wait_until
 from tests.integration.helpers import check_commits, committed_batches, table_rows
 from tests.support.enrichment import enriched_reference, spend_hourly_reference
-from tests.support.producing import (
-    clickstream_with_profiles,
-    customer_changes,
-    fraud_events,
-    send,
-    transactions,
-)
-from tests.support.reference import customers_state, replay, replay_stamped, spend_state
 from tests.support.seed_references import clicks_per_zip_reference
-from tests.support.settings import free_port, private_settings
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

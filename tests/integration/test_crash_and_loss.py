@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from bench.support.broker import delete_topics
+from bench.support.producing import customer_changes, send, transactions
+from bench.support.reference import customers_state, replay, spend_state
 from streaming.delta.table_reader import commits
 from streaming.deployment import Deployment
 from streaming.errors import DataLossError
 from tests.integration.helpers import kill_mid_run, run_until_caught_up, table_rows
-from tests.support.broker import delete_topics
-from tests.support.producing import customer_changes, send, transactions
-from tests.support.reference import customers_state, replay, spend_state
 
 pytestmark = pytest.mark.integration
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 from dagster import AssetCheckKey, AssetKey, DagsterEventType, DagsterInstance
 
+from bench.support.broker import delete_topics
+from bench.support.producing import send, transactions
+from bench.support.reference import replay, spend_state
+from bench.support.settings import private_settings
 from tests.integration.helpers import table_rows
 from tests.integration.materializing import materialize_table
-from tests.support.broker import delete_topics
-from tests.support.producing import send, transactions
-from tests.support.reference import replay, spend_state
-from tests.support.settings import private_settings
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

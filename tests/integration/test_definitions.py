@@ -10,11 +10,11 @@ import pytest
 from dagster import AssetKey, PathMetadataValue
 
 from assets.definitions import defs
+from bench.support.producing import customer_changes, send
+from bench.support.reference import customers_state, replay
 from streaming.settings import REPO_ROOT
 from tests.integration.helpers import table_rows
 from tests.integration.materializing import materialize_table
-from tests.support.producing import customer_changes, send
-from tests.support.reference import customers_state, replay
 
 
 def test_definitions_load_with_topics_upstream_of_tables():

@@ -25,6 +25,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
+from bench.support.settings import private_settings
 from streaming.define.table_kinds import Accumulate, ChangeRows, LatestPerKey
 from streaming.delta import file_compaction
 from streaming.delta.cleanup import remove_unreferenced
@@ -38,7 +39,6 @@ from streaming.delta.maintenance import MaintenancePolicy
 from streaming.delta.table_reader import read_arrow
 from streaming.delta.table_store import TableLocation
 from tests.support.delta_reference import read_tables
-from tests.support.settings import private_settings
 
 pytestmark = pytest.mark.integration
 

@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from bench.support.producing import customer_changes, send
+from bench.support.reference import customers_state, replay
 from streaming.dagster_names import (
     PARTITION_TAG,
     deploy_op_name,
@@ -19,8 +21,6 @@ from streaming.dagster_names import (
 from streaming.versions.live_pointer import live_version
 from tests.integration.dagster_platform import Platform, running_platform
 from tests.integration.helpers import table_rows
-from tests.support.producing import customer_changes, send
-from tests.support.reference import customers_state, replay
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

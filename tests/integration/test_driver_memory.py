@@ -12,13 +12,13 @@ import sys
 
 import pytest
 
+from bench.support.producing import fraud_events, send
+from bench.support.reference import replay_stamped
 from streaming.delta.table_reader import commits
 from streaming.deployment import Deployment
 from streaming.settings import REPO_ROOT, Settings
 from tests.integration.helpers import check_commits
 from tests.support.enrichment import enriched_reference
-from tests.support.producing import fraud_events, send
-from tests.support.reference import replay_stamped
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

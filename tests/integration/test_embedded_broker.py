@@ -13,11 +13,11 @@ import psutil
 import pytest
 from confluent_kafka import Producer
 
+from bench.support.reference import replay
 from kappa.broker import EmbeddedBroker
 from streaming.kafka.admin import ensure_topics
 from streaming.processes import pid_alive
 from streaming.wait import wait_until
-from tests.support.reference import replay
 
 pytestmark = pytest.mark.integration
 

@@ -14,6 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from bench.support.producing import Out, customer_changes, send, transactions
+from bench.support.reference import customers_state, log_ends, replay
+from bench.support.settings import private_settings
 from streaming.delta.table_reader import latest_commit, read_arrow
 from streaming.deployment import Deployment
 from streaming.engine.client import EngineClient, ensure_engine, stop_engine
@@ -22,9 +25,6 @@ from streaming.run.options import RunOptions
 from streaming.settings import Settings
 from streaming.wait import wait_until
 from tests.integration.user_code import customers_module, user_package
-from tests.support.producing import Out, customer_changes, send, transactions
-from tests.support.reference import customers_state, log_ends, replay
-from tests.support.settings import private_settings
 
 pytestmark = pytest.mark.integration
 

@@ -10,12 +10,12 @@ from datetime import timedelta
 
 import pytest
 
+from bench.support.producing import clickstream, send
+from bench.support.reference import replay_stamped
 from pipelines.topics import CLICKS, SEARCHES
 from streaming.define import Pipeline
 from tests.integration.helpers import check_commits, run_until_caught_up
 from tests.support.join_references import clicks_with_searches_reference
-from tests.support.producing import clickstream, send
-from tests.support.reference import replay_stamped
 
 pytestmark = pytest.mark.integration
 

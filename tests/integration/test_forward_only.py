@@ -17,6 +17,9 @@ from typing import Any
 
 import pytest
 
+from bench.support.producing import fraud_events, payments, send
+from bench.support.reference import Stamped, changelog_table, log_ends, replay_stamped
+from bench.support.settings import private_settings
 from streaming.define.registry import get_pipeline
 from streaming.delta.table_reader import commits, latest_commit, read_arrow
 from streaming.deployment import Deployment
@@ -27,9 +30,6 @@ from streaming.versions.live_pointer import live_version
 from streaming.versions.promotion import compare_versions
 from tests.integration.helpers import kappa, kill_mid_run, run_until_caught_up
 from tests.support.enrichment import enriched_reference
-from tests.support.producing import fraud_events, payments, send
-from tests.support.reference import Stamped, changelog_table, log_ends, replay_stamped
-from tests.support.settings import private_settings
 
 pytestmark = pytest.mark.integration
 

@@ -7,12 +7,12 @@ from decimal import Decimal
 
 import pytest
 
+from bench.support.producing import fraud_events, send
+from bench.support.reference import changelog_table, log_ends, replay_stamped
 from streaming.delta.table_reader import read_arrow
 from streaming.deployment import Deployment
 from tests.integration.helpers import run_until_caught_up
 from tests.support.enrichment import enriched_reference
-from tests.support.producing import fraud_events, send
-from tests.support.reference import changelog_table, log_ends, replay_stamped
 
 pytestmark = pytest.mark.integration
 

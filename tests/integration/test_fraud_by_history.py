@@ -13,6 +13,8 @@ import json
 
 import pytest
 
+from bench.support.producing import Out, payments, send
+from bench.support.reference import log_ends, replay_stamped
 from pipelines.fraud_by_history import alerts
 from quality.rules import ComparisonPolicy
 from streaming.define.registry import get_pipeline, registry
@@ -27,8 +29,6 @@ from tests.integration.helpers import (
     kill_twice_mid_run,
     run_until_caught_up,
 )
-from tests.support.producing import Out, payments, send
-from tests.support.reference import log_ends, replay_stamped
 from tests.support.seed_references import fraud_by_history_reference
 
 pytestmark = pytest.mark.integration

@@ -18,13 +18,13 @@ import pytest
 from dagster import AssetKey, DagsterInstance
 
 from assets.checks.health import check_evaluations
+from bench.support.producing import customer_changes, send
 from streaming.define.registry import get_pipeline
 from streaming.deployment import Deployment
 from streaming.run.options import RunOptions
 from streaming.run.reporting import ENDS_MAX_AGE_S, Snapshot
 from streaming.run.runner import PipelineRunner
 from streaming.wait import wait_until
-from tests.support.producing import customer_changes, send
 
 pytestmark = pytest.mark.integration
 

@@ -8,11 +8,11 @@ import pytest
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from bench.support.producing import customer_changes, send, transactions
 from kappa.cli import main
 from streaming.deployment import Deployment
 from streaming.kafka.admin import ensure_topics
 from streaming.kafka.history import dropping_settings
-from tests.support.producing import customer_changes, send, transactions
 
 pytestmark = pytest.mark.integration
 

@@ -8,11 +8,11 @@ import time
 import pytest
 from confluent_kafka import Producer
 
+from bench.support.broker import delete_topics
+from bench.support.producing import Out, send
 from streaming.kafka.admin import ensure_topics
 from streaming.kafka.log import KafkaLog
 from streaming.wait import wait_until
-from tests.support.broker import delete_topics
-from tests.support.producing import Out, send
 
 pytestmark = pytest.mark.integration
 

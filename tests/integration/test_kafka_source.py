@@ -8,6 +8,7 @@ import uuid
 import pytest
 from confluent_kafka import Producer
 
+from bench.support.producing import Out, send
 from streaming.errors import DataLossError
 from streaming.kafka.admin import ensure_topics
 from streaming.kafka.log import KafkaLog
@@ -15,7 +16,6 @@ from streaming.kafka.offsets import PartitionRange
 from streaming.kafka.reader import read_ranges
 from streaming.kafka.source import FORMAT
 from streaming.wait import wait_until
-from tests.support.producing import Out, send
 
 pytestmark = pytest.mark.integration
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from bench.support.producing import send, transactions
 from tests.integration.helpers import kappa
-from tests.support.producing import send, transactions
 
 pytestmark = pytest.mark.integration
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from bench.support.producing import send, transactions
+from bench.support.reference import replay, spend_state, table_state
 from kappa.deployments import deployment_statuses, latest_event
 from quality.report import load_result
 from streaming.dagster_names import PARTITION_TAG
@@ -12,8 +14,6 @@ from streaming.deployment import Deployment
 from streaming.engine.client import EngineClient
 from streaming.wait import wait_until
 from tests.integration.dagster_platform import running_platform
-from tests.support.producing import send, transactions
-from tests.support.reference import replay, spend_state, table_state
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -7,11 +7,11 @@ import shutil
 
 import pytest
 
+from bench.support.producing import customer_changes, send
 from kappa.broker import EmbeddedBroker
 from kappa.log_check import EXIT_LOG_LOST, find_shortfalls
 from streaming.deployment import Deployment
 from tests.integration.helpers import kappa, run_until_caught_up
-from tests.support.producing import customer_changes, send
 
 pytestmark = pytest.mark.integration
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from bench.support.producing import Out, customer_changes, send, transactions
+from bench.support.reference import customers_state, replay, spend_state, table_state
 from streaming.delta.table_reader import commits, read_arrow
 from streaming.deployment import Deployment
 from tests.integration.helpers import run_until_caught_up, table_rows
-from tests.support.producing import Out, customer_changes, send, transactions
-from tests.support.reference import customers_state, replay, spend_state, table_state
 
 pytestmark = pytest.mark.integration
 

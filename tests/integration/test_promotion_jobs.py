@@ -11,13 +11,13 @@ from dagster import AssetCheckKey, AssetKey, DagsterInstance
 
 from assets.definitions import defs
 from assets.resources import KappaSettings, spark_resource
+from bench.support.producing import customer_changes, send
 from quality.rules import ComparisonPolicy
 from streaming.define.registry import get_pipeline, registry
 from streaming.deployment import Deployment
 from streaming.run.options import RunOptions
 from streaming.run.runner import PipelineRunner
 from streaming.versions.live_pointer import history, live_version, switch
-from tests.support.producing import customer_changes, send
 
 pytestmark = pytest.mark.integration
 

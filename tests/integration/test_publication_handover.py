@@ -12,13 +12,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
+from bench.support.producing import fraud_events, send
+from bench.support.reference import changelog_table, replay_stamped
 from streaming.define.registry import get_pipeline
 from streaming.delta.table_reader import read_arrow
 from streaming.deployment import Deployment
 from streaming.versions.live_pointer import claim_first, switch
 from tests.integration.helpers import run_until_caught_up
-from tests.support.producing import fraud_events, send
-from tests.support.reference import changelog_table, replay_stamped
 
 pytestmark = pytest.mark.integration
 

@@ -14,6 +14,13 @@ from dagster import materialize
 
 from assets.alerts import alerts_per_country_asset
 from assets.resources import KappaSettings
+from bench.support.producing import customer_changes, fraud_events, send
+from bench.support.reference import (
+    changelog_table,
+    customers_state,
+    replay,
+    replay_stamped,
+)
 from streaming.define.registry import get_pipeline
 from streaming.deployment import Deployment, DeploymentLock
 from streaming.query import KeyLookup, NoConsistentCutError, run_sql
@@ -23,13 +30,6 @@ from streaming.settings import REPO_ROOT, Settings
 from streaming.wait import wait_until
 from tests.integration.helpers import kappa, run_until_caught_up
 from tests.support.enrichment import enriched_reference
-from tests.support.producing import customer_changes, fraud_events, send
-from tests.support.reference import (
-    changelog_table,
-    customers_state,
-    replay,
-    replay_stamped,
-)
 
 pytestmark = pytest.mark.integration
 

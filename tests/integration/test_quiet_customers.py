@@ -11,6 +11,8 @@ import random
 
 import pytest
 
+from bench.support.producing import Out, send
+from bench.support.reference import replay_stamped
 from streaming.delta.table_reader import commits
 from streaming.deployment import Deployment
 from streaming.kafka.offsets import from_spark
@@ -20,8 +22,6 @@ from tests.integration.helpers import (
     kill_twice_mid_run,
     run_until_caught_up,
 )
-from tests.support.producing import Out, send
-from tests.support.reference import replay_stamped
 from tests.support.seed_references import quiet_customers_reference
 
 pytestmark = pytest.mark.integration

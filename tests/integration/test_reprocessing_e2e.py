@@ -18,6 +18,8 @@ from typing import Any
 import pytest
 from dagster import AssetCheckKey, AssetKey, DagsterInstance
 
+from bench.support.producing import customer_changes, send
+from bench.support.reference import Record, customers_state, log_ends, replay, table_state
 from kappa.broker import EmbeddedBroker
 from streaming.delta.table_reader import commits, last_end_offsets, read_arrow
 from streaming.deployment import Deployment
@@ -27,8 +29,6 @@ from streaming.versions.promotion import comparison_offsets
 from streaming.wait import wait_until
 from tests.integration.dagster_platform import Platform, running_platform
 from tests.integration.user_code import customers_module, user_package
-from tests.support.producing import customer_changes, send
-from tests.support.reference import Record, customers_state, log_ends, replay, table_state
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -23,15 +23,15 @@ import psutil
 import pytest
 from confluent_kafka import Producer
 
+from bench.support.producing import customer_changes
+from bench.support.reference import customers_state, replay
+from bench.support.settings import private_settings
 from streaming.delta.table_reader import latest_commit
 from streaming.deployment import Deployment
 from streaming.processes import wait_gone
 from streaming.settings import REPO_ROOT, Settings
 from streaming.wait import wait_until
 from tests.integration.helpers import kappa, table_rows
-from tests.support.producing import customer_changes
-from tests.support.reference import customers_state, replay
-from tests.support.settings import private_settings
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from bench.support.producing import customer_changes, send
 from tests.integration.dagster_platform import running_platform
 from tests.integration.helpers import kappa
-from tests.support.producing import customer_changes, send
 
 pytestmark = pytest.mark.integration
 

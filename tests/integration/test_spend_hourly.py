@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from bench.support.producing import fraud_events, send
+from bench.support.reference import log_ends, replay_stamped
 from pipelines.spend_hourly import spend_per_window
 from quality.rules import ComparisonPolicy
 from streaming.define import Pipeline
@@ -28,8 +30,6 @@ from tests.integration.helpers import (
     run_until_caught_up,
 )
 from tests.support.enrichment import spend_hourly_reference
-from tests.support.producing import fraud_events, send
-from tests.support.reference import log_ends, replay_stamped
 
 pytestmark = pytest.mark.integration
 

@@ -8,11 +8,11 @@ import time
 
 import pytest
 
+from bench.support.producing import customer_changes, send
+from bench.support.reference import Record, customers_state, replay
 from kappa.cli import main
 from streaming.wait import wait_until
 from tests.integration.helpers import table_rows
-from tests.support.producing import customer_changes, send
-from tests.support.reference import Record, customers_state, replay
 from tests.support.report_table import row_where, table_with
 
 pytestmark = pytest.mark.integration

@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from bench.support.producing import send, trade_events
+from bench.support.reference import changelog_table, log_ends, replay_stamped
 from streaming.define.registry import get_pipeline
 from streaming.versions.live_pointer import claim_first
 from tests.integration.helpers import (
@@ -25,8 +27,6 @@ from tests.integration.helpers import (
     replay_published,
     run_until_caught_up,
 )
-from tests.support.producing import send, trade_events
-from tests.support.reference import changelog_table, log_ends, replay_stamped
 from tests.support.run_together import run_together
 from tests.support.seed_references import stock_moving_avg_reference, stock_stats_reference
 

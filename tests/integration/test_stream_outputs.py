@@ -14,6 +14,8 @@ import json
 import pyarrow as pa
 import pytest
 
+from bench.support.producing import clickstream, send, trade_events
+from bench.support.reference import log_ends, replay_stamped
 from streaming.define import Pipeline, Stream, Topic
 from streaming.define.registry import get_pipeline
 from streaming.deployment import Deployment
@@ -25,8 +27,6 @@ from tests.integration.helpers import (
     replay_published,
     run_until_caught_up,
 )
-from tests.support.producing import clickstream, send, trade_events
-from tests.support.reference import log_ends, replay_stamped
 from tests.support.run_together import run_together
 from tests.support.stream_references import (
     TRADE,

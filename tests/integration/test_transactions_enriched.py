@@ -15,6 +15,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
+from bench.support.producing import fraud_events, send
+from bench.support.reference import changelog_table, log_ends, replay_stamped
 from pipelines.transactions_enriched import SUSPICIOUS
 from quality.rules import ComparisonPolicy
 from streaming.define import Pipeline
@@ -33,8 +35,6 @@ from tests.integration.helpers import (
     run_until_caught_up,
 )
 from tests.support.enrichment import enriched_reference
-from tests.support.producing import fraud_events, send
-from tests.support.reference import changelog_table, log_ends, replay_stamped
 
 pytestmark = pytest.mark.integration
 

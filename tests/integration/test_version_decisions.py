@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from bench.support.producing import customer_changes, send
 from streaming.define.registry import get_pipeline, registry
 from streaming.deployment import Deployment
 from streaming.deployment.code_pin import pinned_pipeline
@@ -20,7 +21,6 @@ from streaming.versions.live_pointer import claim_first, switch
 from streaming.versions.overview import overview
 from streaming.versions.retention import expired_versions
 from tests.integration.helpers import commit_customers
-from tests.support.producing import customer_changes, send
 
 pytestmark = pytest.mark.integration
 

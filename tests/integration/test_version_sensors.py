@@ -16,6 +16,7 @@ from dagster import DagsterInstance, DagsterRun, DagsterRunStatus, build_sensor_
 import assets.versions.sensors as version_sensors
 from assets.definitions import defs
 from assets.resources import KappaSettings
+from bench.support.producing import customer_changes, send
 from streaming.define.registry import get_pipeline, registry
 from streaming.deployment import Deployment
 from streaming.deployment.code_pin import pinned_pipeline
@@ -23,7 +24,6 @@ from streaming.deployment.lock import DeploymentLock
 from streaming.versions.live_pointer import claim_first, switch
 from streaming.versions.overview import overview
 from tests.integration.helpers import commit_customers
-from tests.support.producing import customer_changes, send
 
 pytestmark = pytest.mark.integration
 

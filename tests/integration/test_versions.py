@@ -8,12 +8,12 @@ import pyarrow.compute as pc
 import pytest
 
 from assets.resources import KappaSettings, spark_resource
+from bench.support.producing import customer_changes, send
 from streaming.define.registry import get_pipeline
 from streaming.deployment import Deployment
 from streaming.run.options import RunOptions
 from streaming.run.reporting import NullReporter
 from streaming.run.runner import PipelineRunner
-from tests.support.producing import customer_changes, send
 
 pytestmark = pytest.mark.integration
 
@@ -81,6 +81,7 @@ def _buggy(v1):  # type: ignore[no-untyped-def]
 
 
 def test_side_by_side_reprocess_promote_rollback_retire(spark, settings, broker, monkeypatch):
+    from bench.support.reference import customers_state, replay, table_state
     from kappa.table_output import resolve_deployment
     from streaming.define.registry import registry
     from streaming.delta.table_reader import last_end_offsets, read_arrow
@@ -89,7 +90,6 @@ def test_side_by_side_reprocess_promote_rollback_retire(spark, settings, broker,
     from streaming.versions.promotion import PromotionBlockedError, promote, rollback
     from streaming.versions.retire import RetireRefusedError, retire
     from tests.integration.helpers import table_rows
-    from tests.support.reference import customers_state, replay, table_state
 
     v1 = get_pipeline(settings.pipelines, "customers")
     send(settings, customer_changes(2000, seed=42))

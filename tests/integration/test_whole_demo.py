@@ -24,6 +24,14 @@ from typing import Any
 
 import pytest
 
+from bench.support.producing import Out, clickstream_with_profiles, fraud_events, send, trade_events
+from bench.support.reference import (
+    Stamped,
+    changelog_table,
+    customers_state,
+    replay_stamped,
+    spend_state,
+)
 from streaming.define.registry import get_pipeline, pipeline_names
 from streaming.delta.table_reader import latest_commit, read_arrow
 from streaming.deployment import Deployment
@@ -40,14 +48,6 @@ from tests.support.enrichment import (
     clicks_last_search_reference,
     enriched_reference,
     spend_hourly_reference,
-)
-from tests.support.producing import Out, clickstream_with_profiles, fraud_events, send, trade_events
-from tests.support.reference import (
-    Stamped,
-    changelog_table,
-    customers_state,
-    replay_stamped,
-    spend_state,
 )
 from tests.support.seed_references import (
     clicks_enriched_reference,

@@ -29,10 +29,10 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from bench.support.settings import SHORT_LIVED_JIT
 from streaming.jars import classpath
 from streaming.settings import SparkSettings
 from streaming.spark.jvm_archive import java_options
-from tests.support.settings import SHORT_LIVED_JIT
 
 BUNDLE = "delta-reference"
 SOURCES = Path(__file__).parent / "jvm"

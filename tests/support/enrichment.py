@@ -15,7 +15,7 @@ import json
 from decimal import Decimal
 from typing import Any
 
-from tests.support.reference import Stamped
+from bench.support.reference import Stamped
 
 GRACE_MS = 600_000
 Prefix = dict[str, dict[int, int]]

@@ -16,8 +16,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from bench.support.reference import Stamped
 from tests.support.enrichment import GRACE_MS, Prefix, on_time
-from tests.support.reference import Stamped
 
 Late = set[tuple[str, int, int]]
 

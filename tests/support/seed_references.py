@@ -15,8 +15,8 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
+from bench.support.reference import Stamped
 from tests.support.enrichment import GRACE_MS, Prefix, on_time
-from tests.support.reference import Stamped
 
 Late = set[tuple[str, int, int]]
 MINUTE_MS = 60_000

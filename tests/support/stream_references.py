@@ -10,7 +10,7 @@ from collections import Counter
 from decimal import Decimal
 from typing import Any
 
-from tests.support.reference import Stamped
+from bench.support.reference import Stamped
 
 Prefix = dict[str, dict[int, int]]
 Rows = dict[tuple[int, int], dict[str, Any]]

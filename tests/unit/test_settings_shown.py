@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 
 from assets.relay import settings_metadata
+from bench.support.settings import private_settings
 from kappa.cli import main
 from streaming.deployment import Deployment
 from streaming.run.options import RunOptions
 from streaming.run.pipes_reporter import PipesReporter
 from streaming.run.reporting import LogReporter
 from streaming.settings import Settings
-from tests.support.settings import private_settings
 
 # One secret per marker the platform knows, each value unlike any other text shown.
 KAFKA_SECRETS = {

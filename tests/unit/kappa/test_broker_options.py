@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bench.support.settings import private_settings
 from kappa.broker import archive_options, archive_path, min_heap, new_cluster_id
-from tests.support.settings import private_settings
 
 
 def test_the_class_archive_is_mapped_once_built_and_never_while_being_built(tmp_path: Path):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from bench.support.settings import private_settings
 from kappa.cluster import SparkCluster
 from streaming.errors import ConfigError
-from tests.support.settings import private_settings
 
 
 def test_a_stopped_cluster_reports_itself_not_running(tmp_path):

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from bench.support.settings import private_settings
 from kappa.demo import producer_config
-from tests.support.settings import private_settings
 
 
 def test_demo_producer_batches_by_the_configured_linger(tmp_path):

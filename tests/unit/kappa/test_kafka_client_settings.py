@@ -7,13 +7,13 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import KafkaException
 
+from bench.support.settings import private_settings
 from kappa.cli import main
 from kappa.demo import produce
 from streaming.errors import KafkaLogError
 from streaming.kafka.admin import ensure_topics
 from streaming.kafka.log import KafkaLog
 from streaming.settings import load_settings
-from tests.support.settings import private_settings
 
 BAD = {"KAPPA_KAFKA_SECURITY_PROTOCOL": "bogus"}
 REFUSED = 'Invalid value "bogus" for configuration property "security.protocol"'

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
+from bench.support.settings import private_settings
 from kappa.log_check import _compare, checkpoint_positions, lost_log_message
 from streaming.deployment import Deployment
 from streaming.home import Home
-from tests.support.settings import private_settings
 
 
 def _offset_log(home: Home, deployment: str, batch: int, offsets: dict) -> None:

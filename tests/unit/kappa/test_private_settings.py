@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bench.support.settings import SHORT_LIVED_JIT, private_settings
 from streaming.settings import load_settings
 from streaming.spark.session import JAVA_OPTIONS, session_conf
-from tests.support.settings import SHORT_LIVED_JIT, private_settings
 
 
 def test_a_child_process_started_from_test_settings_caps_its_jit(tmp_path: Path):

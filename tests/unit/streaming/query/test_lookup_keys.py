@@ -7,11 +7,11 @@ import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
 
+from bench.support.settings import private_settings
 from streaming.deployment import Deployment
 from streaming.errors import QueryError
 from streaming.query import KeyLookup, lookup, parse_keys
 from streaming.query.lookup import key_fields
-from tests.support.settings import private_settings
 
 ROWS = [
     {"customer_id": "c1", "window_start": 0, "txn_count": 2},

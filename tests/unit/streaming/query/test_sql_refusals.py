@@ -7,11 +7,11 @@ import pyarrow as pa
 import pytest
 from deltalake import CommitProperties, write_deltalake
 
+from bench.support.settings import private_settings
 from streaming.delta.commit_info import commit_info
 from streaming.deployment import Deployment
 from streaming.errors import KappaError, QueryError
 from streaming.query import run_sql
-from tests.support.settings import private_settings
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ from functools import partial
 
 import pytest
 
+from bench.support.settings import private_settings
 from streaming.deployment import Deployment
 from streaming.errors import InvalidNameError
 from streaming.home import Home
@@ -19,7 +20,6 @@ from streaming.versions.live_pointer import (
     live_version,
     switch,
 )
-from tests.support.settings import private_settings
 
 
 @pytest.fixture

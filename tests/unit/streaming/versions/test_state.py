@@ -6,12 +6,12 @@ import json
 import time
 from dataclasses import asdict
 
+from bench.support.settings import private_settings
 from streaming.deployment import Deployment
 from streaming.home import Home
 from streaming.versions.live_pointer import Switch, history_path, switch
 from streaming.versions.retention import expired_versions
 from streaming.versions.state import Role, pipeline_versions
-from tests.support.settings import private_settings
 
 
 def test_roles_follow_the_switches_and_the_rollback_window(tmp_path):
