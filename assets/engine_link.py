@@ -81,9 +81,7 @@ class _Watch:
     def take(self) -> list[dict[str, Any]]:
         """The reports read and not yet relayed."""
         taken, self.pending = self.pending, []
-        # Each report without the engine's numbering of its event log: the relay reads the
-        # report as its own process's job would have made it.
-        return [{k: v for k, v in event.items() if k != "index"} for event in taken]
+        return taken
 
     def _back(self, cause: Exception) -> None:
         self.context.log.warning(

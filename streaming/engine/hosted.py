@@ -45,22 +45,23 @@ KEPT_EVENTS = 500
 
 class EventLog:
     """A hosted deployment's reports (a :class:`streaming.run.reporting.Reporter`), numbered
-    from 0 in the order they were made."""
+    from 0 in the order they were made; a report is kept as it was made, its number beside it,
+    so readers get the same report a deployment in its own process would have written."""
 
     def __init__(self, kept: int = KEPT_EVENTS) -> None:
-        self._events: deque[dict[str, Any]] = deque(maxlen=kept)
+        self._events: deque[tuple[int, dict[str, Any]]] = deque(maxlen=kept)  # (number, event)
         self._next = 0
         self._lock = threading.Lock()
 
     def _add(self, event: dict[str, Any]) -> None:
         with self._lock:
-            self._events.append({"index": self._next, **event})
+            self._events.append((self._next, event))
             self._next += 1
 
     def since(self, index: int) -> tuple[list[dict[str, Any]], int]:
         """The events numbered ``index`` and later that are still kept, and the next number."""
         with self._lock:
-            return [e for e in self._events if e["index"] >= index], self._next
+            return [e for n, e in self._events if n >= index], self._next
 
     def started(self, deployment: Any, options: Any, settings: Settings) -> None:
         self._add({"kind": "started", "deployment": deployment.id, "settings": settings.shown()})
