@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.platform_processes import by_role, members
+from bench.platform_processes import by_role, cpu_by_role, members
 from bench.platform_references import check_table
 from bench.table_freshness import LogEnds, TableCommits, summary
 from kappa.dagster_api import DagsterApi
@@ -173,7 +173,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         platform.lags[ONE_MORE] = []
         more = wait_first_commits(platform, more_at, 120)[ONE_MORE]
         result["one_more_first_commit_s"] = more
-        cpu_before, steady_from = by_role(members(str(home)), "cpu_s"), time.monotonic()
+        cpu_before, steady_from = members(str(home)), time.monotonic()
         end = time.time() + args.steady_s
         tick = 0
         while time.time() < end:
@@ -185,11 +185,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "mean": sum(platform.loads) / len(platform.loads),
             "max": max(platform.loads),
         }
-        cpu_after, steady_s = by_role(members(str(home)), "cpu_s"), time.monotonic() - steady_from
+        spent = cpu_by_role(cpu_before, members(str(home)))
+        steady_s = time.monotonic() - steady_from
         # Cores busy per role over the window (a process that ended meanwhile is not counted).
-        result["cores_busy"] = {
-            role: (cpu - cpu_before.get(role, 0.0)) / steady_s for role, cpu in cpu_after.items()
-        }
+        result["cores_busy"] = {role: cpu / steady_s for role, cpu in spent.items()}
         result["rss_gb"] = {
             "max": max(platform.rss) / GB,
             "by_role": {k: v / GB for k, v in by_role(members(str(home)), "rss").items()},

@@ -51,11 +51,23 @@ def members(home: str) -> list[Member]:
             if not named and proc.environ().get("KAPPA_HOME") != home:
                 continue
             times = proc.cpu_times()
-            cpu = times.user + times.system + times.children_user + times.children_system
+            cpu = times.user + times.system
             found.append(Member(proc.pid, _role(cmdline), proc.memory_info().rss, cpu))
         except (psutil.Error, OSError):
             continue
     return found
+
+
+def cpu_by_role(before: list[Member], after: list[Member]) -> dict[str, float]:
+    """CPU seconds each role spent between two samples, per process: a process that started
+    meanwhile counts from 0; one that ended meanwhile is not seen (its time is lost, never
+    subtracted)."""
+    earlier = {m.pid: m.cpu_s for m in before}
+    totals: dict[str, float] = {}
+    for member in after:
+        spent = member.cpu_s - earlier.get(member.pid, 0.0)
+        totals[member.role] = totals.get(member.role, 0.0) + spent
+    return totals
 
 
 def by_role(found: list[Member], measure: str) -> dict[str, float]:
