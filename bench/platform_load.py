@@ -29,6 +29,7 @@ from bench.platform_references import check_table
 from bench.table_freshness import LogEnds, TableCommits, summary
 from kappa.dagster_api import DagsterApi
 from kappa.deploy import deploy
+from kappa.platform_up import dagster_ready
 from kappa.ports import free_port
 from streaming.define.registry import get_pipeline, pipeline_names
 from streaming.deployment import Deployment
@@ -60,14 +61,6 @@ def kappa_up(settings: Settings, rate: float, log: Path) -> ManagedProcess:
     argv = [sys.executable, "-m", "kappa.cli", "up", "--rate", str(rate)]
     env = {**os.environ, **settings.to_env()}
     return ManagedProcess("kappa-up", argv, log, env=env, cwd=REPO_ROOT).start()
-
-
-def dagster_ready(api: DagsterApi) -> bool:
-    try:
-        api.runs(limit=1)
-    except Exception:  # not listening yet
-        return False
-    return True
 
 
 class Platform:

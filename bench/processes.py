@@ -218,6 +218,16 @@ class MeasuredJob(StreamingJob):
         return done[-1]
 
 
+def commit_info(table: Path, version: int) -> dict[str, Any] | None:
+    """The commit info of a table's ``version``, read from that version's own log file (Delta
+    publishes each whole); None while it is not published."""
+    try:
+        content = (table / log_name(version)).read_bytes()
+    except FileNotFoundError:
+        return None
+    return next((a["commitInfo"] for a in parse_entry(content) if "commitInfo" in a), {})
+
+
 @dataclass(frozen=True)
 class SeenCommit:
     version: int
@@ -251,12 +261,7 @@ class CommitWatcher(threading.Thread):
                     self.commits.append(SeenCommit(seen, time.time(), ends))
 
     def _commit_info(self, version: int) -> dict[str, Any] | None:
-        """The commit info of the table's ``version``, or None while it is not published."""
-        try:
-            content = (self.path / log_name(version)).read_bytes()
-        except FileNotFoundError:
-            return None
-        return next((a["commitInfo"] for a in parse_entry(content) if "commitInfo" in a), {})
+        return commit_info(self.path, version)
 
     def covered(self, ends: dict[int, int]) -> bool:
         """Whether a visible commit covers the topic up to ``ends``."""

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench.processes import commit_info
 from streaming.delta.commit_info import parse_commit
-from streaming.delta.log_entries import log_name, parse_entry
 
 Offsets = dict[str, dict[int, int]]
 
@@ -34,13 +34,8 @@ class TableCommits:
     )  # (seen at, batch, ends)
 
     def poll(self, now: float) -> None:
-        while True:
-            try:
-                content = (self.path / log_name(self.seen + 1)).read_bytes()
-            except FileNotFoundError:
-                return
+        while (info := commit_info(self.path, self.seen + 1)) is not None:
             self.seen += 1
-            info = next((a["commitInfo"] for a in parse_entry(content) if "commitInfo" in a), {})
             commit = parse_commit({**info, "version": self.seen})
             if commit is not None:
                 self.commits.append((now, commit.batch_id, commit.end_offsets))

@@ -131,7 +131,9 @@ def run_platform(
             flush=True,
         )
         api = DagsterApi(settings, timeout_s=2.0)
-        ready = wait_until(lambda: stopping or not dagster.alive() or _ready(api), timeout_s=120)
+        ready = wait_until(
+            lambda: stopping or not dagster.alive() or dagster_ready(api), timeout_s=120
+        )
         if ready and dagster.alive() and not stopping:
             print(
                 f"Dagster UI: http://{settings.dagster.host}:{settings.dagster.port} "
@@ -180,7 +182,8 @@ def _keep_engine(settings: Settings) -> None:
         print(f"engine did not start: {exc}", file=sys.stderr, flush=True)
 
 
-def _ready(api: DagsterApi) -> bool:
+def dagster_ready(api: DagsterApi) -> bool:
+    """Whether the Dagster webserver answers GraphQL."""
     try:
         api.runs(limit=1)
     except Exception:  # not listening yet, or not answering GraphQL yet
