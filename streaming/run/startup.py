@@ -5,16 +5,14 @@ pipeline's topics must keep every record), applies the version options (``--unti
 replay guard, ``--forward-only``: refused, leaving nothing written, unless the change from the
 live version allows it), takes the deployment's lock, copies a forward-only version's table and
 state from the live version (``streaming.run.forward_start``) and makes a pipeline's first
-deployment live. The
-same start-up serves a deployment in its own process (``python -m streaming run``) and one
-hosted by the engine (``streaming.engine``), which starts many in one process: pins load one at
-a time there, because loading a pin swaps modules in ``sys.modules`` for a moment.
+deployment live. The same start-up serves a deployment in its own process (``python -m
+streaming run``) and one hosted by the engine (``streaming.engine``), which starts many in one
+process; the code pin loads pins one at a time there (``streaming.deployment.code_pin``).
 """
 
 from __future__ import annotations
 
 import shutil
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -32,8 +30,6 @@ from streaming.run.reporting import Reporter
 from streaming.settings import Settings
 from streaming.versions.change import forward_only_refusal
 from streaming.versions.live_pointer import claim_first
-
-_PINS = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -60,20 +56,19 @@ def started_deployment(
         DeploymentBusyError: another run holds the deployment.
         KappaError: anything a user must fix first (unknown pipeline, broker, log, versions).
     """
-    with _PINS:
-        declared = get_pipeline(settings.pipelines, pipeline_name)
-        pin = Deployment(declared.name, version or declared.version, settings.home).code_pin_path
-        first_start = not (pin / PIN_MANIFEST).exists()
-        pinned = pinned_pipeline(settings.home, declared, version)
-        if options.forward_only:
-            # Checked against the code just pinned (a long-lived process's registry may hold
-            # an older module); a refused first start leaves no pin behind.
-            try:
-                _check_forward_only(settings, declared, pinned.pipeline.version, options)
-            except KappaError:
-                if first_start:
-                    shutil.rmtree(pin, ignore_errors=True)
-                raise
+    declared = get_pipeline(settings.pipelines, pipeline_name)
+    pin = Deployment(declared.name, version or declared.version, settings.home).code_pin_path
+    first_start = not (pin / PIN_MANIFEST).exists()
+    pinned = pinned_pipeline(settings.home, declared, version)
+    if options.forward_only:
+        # Checked against the code just pinned (a long-lived process's registry may hold
+        # an older module); a refused first start leaves no pin behind.
+        try:
+            _check_forward_only(settings, declared, pinned.pipeline.version, options)
+        except KappaError:
+            if first_start:
+                shutil.rmtree(pin, ignore_errors=True)
+            raise
     pipeline = pinned.pipeline
     deployment = Deployment(pipeline.name, pipeline.version, settings.home)
     _check_broker(settings, pipeline)
