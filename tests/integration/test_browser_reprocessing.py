@@ -1,11 +1,16 @@
-"""The reprocessing flow as a user performs it in the Dagster UI, in headless Chromium.
+"""Side-by-side reprocessing end to end, as a user performs it in the Dagster UI (headless
+Chromium), on a real `dagster dev` (webserver + daemon), an embedded broker and the engine, events
+produced throughout.
 
 Launch v1 from the asset page; change the pipeline (names upper-cased) and its version, reload the
-code location; see v2 appear as a candidate with its progress; see its blocking comparison fail
-with the reason and the promotion refused; declare the change as expected (v3), see it pass and
-promote it from the Launchpad; see v3 live; roll back from the Launchpad and see v1 live. Each
-step asserts on what the page shows; a screenshot per step goes to
-``test-artifacts/browser-reprocessing/`` (or ``$KAPPA_TEST_ARTIFACTS``).
+code location; the new-version sensor starts v2 from the earliest offset as a candidate while v1
+keeps serving; see its progress; see its blocking comparison fail with the reason and the
+promotion refused; declare the change as expected (v3), see the candidate sensor's comparison
+pass and promote it from the Launchpad; both tables equal the independent reference at the
+compared offsets; readers see v3; roll back from the Launchpad and readers see v1; promote and
+retire v1 through Dagster's jobs; the live table converges on the whole log. Each UI step asserts
+on what the page shows; a screenshot per step goes to ``test-artifacts/browser-reprocessing/``
+(or ``$KAPPA_TEST_ARTIFACTS``).
 """
 
 from __future__ import annotations
@@ -18,17 +23,23 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from dagster import AssetCheckKey, AssetKey, DagsterInstance
 
 from bench.support.producing import customer_changes, send
-from streaming.dagster_names import versions_partitions_name
-from streaming.versions.live_pointer import live_version
+from bench.support.reference import Record, customers_state, log_ends, replay, table_state
+from streaming.dagster_names import PARTITION_TAG, versions_partitions_name
+from streaming.delta.table_reader import commits, last_end_offsets, read_arrow
+from streaming.deployment import Deployment
+from streaming.kafka import offsets as off
+from streaming.versions.live_pointer import history, live_table_path, live_version
+from streaming.versions.promotion import comparison_offsets
 from streaming.wait import wait_until
 from tests.integration.browser import (
     CHROMIUM_ARGS,
     artifacts_dir,
     chromium,
-    dismiss_welcome,
     materialize_one_partition,
+    skip_first_visit_dialog,
 )
 from tests.integration.dagster_platform import Platform, running_platform
 from tests.integration.user_code import customers_module, user_package
@@ -73,11 +84,14 @@ class Producer(threading.Thread):
             self.stopped.wait(1.0)
 
 
-def _runs(platform: Platform, job: str, **tags: str) -> list[dict[str, Any]]:
-    filters = {"pipelineName": job, "tags": [{"key": k, "value": v} for k, v in tags.items()]}
+def _runs(platform: Platform, job: str | None, **tags: str) -> list[dict[str, Any]]:
+    """Runs of ``job`` (any job when None) with these tags, newest first."""
+    filters: dict[str, Any] = {"tags": [{"key": k, "value": v} for k, v in tags.items()]}
+    if job:
+        filters["pipelineName"] = job
     data = platform.api.query(
         """query($filter: RunsFilter) { runsOrError(filter: $filter) {
-             ... on Runs { results { runId status runConfigYaml } } } }""",
+             ... on Runs { results { runId status runConfigYaml tags { key value } } } } }""",
         {"filter": filters},
     )
     return data["runsOrError"]["results"]
@@ -113,7 +127,6 @@ class Ui:
 
     def goto(self, path: str) -> None:
         self.page.goto(f"{self.url}{path}")
-        dismiss_welcome(self.page)
 
     def shot(self, name: str) -> None:
         self.page.screenshot(path=str(self.artifacts / f"{name}.png"), full_page=True)
@@ -135,7 +148,6 @@ class Ui:
                     return True
                 except Exception:
                     self.page.reload()
-                    dismiss_welcome(self.page)
                     return False
 
             assert wait_until(shown, timeout_s=240, interval_s=1), (
@@ -172,7 +184,8 @@ def test_reprocessing_flow_in_the_dagster_ui(code_dir: Path, tmp_path: Path, sha
         sync_playwright() as pw,
     ):
         settings, home = platform.settings, platform.settings.home
-        send(settings, customer_changes(1500, seed=70))
+        skip_first_visit_dialog(platform.api)
+        send(settings, customer_changes(1500, seed=70))  # history from before v1 existed
         producer = Producer(platform)
         producer.start()
         browser = pw.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
@@ -193,14 +206,20 @@ def test_reprocessing_flow_in_the_dagster_ui(code_dir: Path, tmp_path: Path, sha
             ui.expect_text(r"^live_version$")
             ui.expect_text(r"^v1$", reload_until=False)
             ui.shot("1-v1-live")
+            [v1_run] = _runs(platform, None, **{PARTITION_TAG: "v1"})
 
             # 2. the pipeline changes (names upper-cased) under a new version; reload from the UI
             (code_dir / "customers.py").write_text(V2)
+            v1_commits_at_v2 = len(commits(_table(platform, "v1")))
             ui.reload_code_location()
             ui.shot("2-code-location-reloaded")
             assert wait_until(
                 lambda: _runs(platform, "deploy_customers", **{"kappa/version": "v2"}), 180, 1
             ), "the new-version sensor did not start v2"
+            [v2_run] = _runs(platform, "deploy_customers", **{"kappa/version": "v2"})
+            tags = {t["key"]: t["value"] for t in v2_run["tags"]}
+            assert tags["kappa/role"] == "candidate"
+            assert "differs from live v1" in tags["kappa/reason"]
 
             # 3. v2 side by side: the live version's page shows it catching up
             ui.version_page("v1")
@@ -245,20 +264,62 @@ def test_reprocessing_flow_in_the_dagster_ui(code_dir: Path, tmp_path: Path, sha
                 repository, "promote_version", _ops("compare_and_promote", version="v3")
             )
             assert wait_until(lambda: live_version(home, "customers") == "v3", 300, 1)
+            promoted = history(home, "customers")[-1]
+            assert (promoted.from_version, promoted.to_version) == ("v1", "v3")
+            assert promoted.comparison and promoted.comparison["passed"] is True
+            assert promoted.actor.startswith("dagster run")
+            # v1 kept serving and updating its own table while the candidates rebuilt
+            assert len(commits(_table(platform, "v1"))) > v1_commits_at_v2
+            assert platform.status(v1_run["runId"]) == "STARTED"
 
-            # 6. v3 live; roll back from the UI, v1 live again
+            # the comparison read both tables at exactly the same input offsets, and each equals
+            # the independent reference there (v3's with the names upper-cased)
+            where = comparison_offsets(settings, "customers", "v1", "v3")
+            expected = _reference(platform, off.from_spark(where["offsets"]))
+            assert expected
+            assert _state_at(platform, "v1", where["old_table_version"]) == expected
+            assert _state_at(platform, "v3", where["new_table_version"]) == _upper(expected)
+            _assert_candidate_checks_passed(platform, where["offsets"])
+            assert _live_reader_state(platform)[0] == "customers__v3"
+
+            # 6. v3 live; roll back from the UI: readers see v1 again, instantly
             ui.version_page("v3")
             ui.expect_text(r"v1 -> v3")
             ui.shot("5b-v3-live")
             ui.launch_from_launchpad(repository, "rollback_version", _ops("rollback_live"))
             assert wait_until(lambda: live_version(home, "customers") == "v1", 300, 1)
+            assert _live_reader_state(platform)[0] == "customers__v1"
             ui.version_page("v1")
             ui.expect_text(r"v3 -> v1")
             ui.shot("6-rolled-back-to-v1")
+
+            # 7. promote again (compared again against the live v1), then retire v1: its run
+            # stops and its files are gone
+            _submit(platform, "promote_version", _ops("compare_and_promote", version="v3"))
+            assert live_version(home, "customers") == "v3"
+            _submit(platform, "retire_version", _ops("retire_one", version="v1"))
+            v1 = Deployment("customers", "v1", home)
+            assert not v1.table_path.exists() and not v1.checkpoint_path.exists()
+            platform.wait_status(v1_run["runId"], {"CANCELED"}, timeout_s=60)
         finally:
             producer.stopped.set()
             producer.join(timeout=30)
             browser.close()
+
+        # with the producer stopped, the live table converges on the whole log
+        records = replay(settings.kafka.bootstrap_servers, "customers")
+        ends = log_ends(records)
+        assert wait_until(lambda: last_end_offsets(_table(platform, "v3")) == ends, 120)
+        assert _live_reader_state(platform) == (
+            "customers__v3",
+            _upper(customers_state(records)),
+        )
+        assert [(s.from_version, s.to_version) for s in history(home, "customers")] == [
+            (None, "v1"),
+            ("v1", "v3"),
+            ("v3", "v1"),
+            ("v1", "v3"),
+        ]
 
 
 def _url(platform: Platform) -> str:
@@ -272,3 +333,58 @@ def _ops(op: str, **config: str) -> dict[str, Any]:
 def _active(platform: Platform, version: str) -> list[dict[str, Any]]:
     runs = _runs(platform, "deploy_customers", **{"kappa/version": version})
     return [r for r in runs if r["status"] in ("QUEUED", "STARTING", "STARTED")]
+
+
+def _table(platform: Platform, version: str) -> Path:
+    return Deployment("customers", version, platform.settings.home).table_path
+
+
+def _prefix(records: list[Record], at: off.OffsetMap) -> list[Record]:
+    return [r for r in records if r.offset < at.get(r.topic, {}).get(r.partition, 0)]
+
+
+def _reference(platform: Platform, at: off.OffsetMap) -> dict[str, dict[str, Any]]:
+    records = replay(platform.settings.kafka.bootstrap_servers, "customers")
+    return customers_state(_prefix(records, at))
+
+
+def _upper(state: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The reference with what v3 changes: names upper-cased."""
+    return {
+        key: {**row, "name": row["name"].upper() if row["name"] is not None else None}
+        for key, row in state.items()
+    }
+
+
+def _state_at(platform: Platform, version: str, table_version: int | None = None) -> dict:
+    rows = read_arrow(_table(platform, version), table_version).to_pylist()
+    return table_state(rows, "customer_id")
+
+
+def _live_reader_state(platform: Platform) -> tuple[str, dict]:
+    """What a reader outside Dagster sees: the live pointer's table, at its latest commit."""
+    path = live_table_path(platform.settings.home, "customers")
+    return path.name, table_state(read_arrow(path).to_pylist(), "customer_id")
+
+
+def _submit(platform: Platform, job: str, run_config: dict[str, Any]) -> str:
+    run_id = platform.client.submit_job_execution(job, run_config=run_config)
+    assert platform.wait_status(run_id, {"SUCCESS", "FAILURE"}, timeout_s=300) == "SUCCESS"
+    return run_id
+
+
+def _assert_candidate_checks_passed(platform: Platform, offsets: dict[str, Any]) -> None:
+    """The promotion reported the three blocking checks, passed, at the compared offsets."""
+    instance = DagsterInstance.from_config(str(platform.settings.home.dagster))
+    try:
+        for name in ("candidate_schema", "candidate_keys", "candidate_values"):
+            key = AssetCheckKey(AssetKey(["tables", "customers"]), name)
+            [record] = instance.event_log_storage.get_asset_check_execution_history(key, limit=1)
+            evaluation = record.event.dagster_event.event_specific_data
+            assert evaluation.passed, (name, evaluation.description)
+            assert "data_docs" in evaluation.metadata
+        metadata = evaluation.metadata
+        assert metadata["match_rate.email"].value == 1.0
+        assert metadata["at_offsets"].value == offsets
+    finally:
+        instance.dispose()

@@ -1,28 +1,64 @@
-"""A person's path through the Dagster UI in headless Chromium: browse the fraud detection's
-lineage from the report back to the topics, find the streaming asset in the asset graph, launch
-it, watch its run in progress, terminate it. Screenshots are saved to ``test-artifacts/browser/``
-(or ``$KAPPA_TEST_ARTIFACTS``)."""
+"""The Dagster UI and the `kappa` commands that launch runs, on one platform (one `dagster dev`,
+the engine, the test broker); the tests deploy what they check themselves and read only that.
+
+A person's path through it in headless Chromium: browse the fraud detection's lineage from the
+report back to the topics, find the streaming asset in the asset graph, launch it, watch its run
+in progress, terminate it. Screenshots are saved to ``test-artifacts/browser/`` (or
+``$KAPPA_TEST_ARTIFACTS``).
+
+Materializing a version of a table from its asset page is a deployment run: it never runs the
+candidate comparison checks (comparing is the promotion's job), so an until_caught_up run started
+there ends in success, on the live version and on a candidate alike. Those runs are launched the
+way the UI's Materialize button launches them: the implicit asset job with the table, every check
+the UI lists for it, and the chosen partition (version).
+
+`kappa deploy` launches a deployment as the UI does and `kappa stop` stops it; `kappa deployments
+list` shows what the UI shows.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from dagster import DagsterInstance
 
-from bench.support.producing import send, transactions
-from streaming.dagster_names import versions_partitions_name
+from bench.support.producing import customer_changes, send, transactions
+from bench.support.reference import customers_state, replay
+from kappa.broker import EmbeddedBroker
+from streaming.dagster_names import (
+    PARTITION_TAG,
+    deploy_op_name,
+    table_key_path,
+    versions_partitions_name,
+)
+from streaming.deployment import Deployment
+from streaming.settings import Settings
+from streaming.versions.live_pointer import live_version
 from streaming.wait import wait_until
 from tests.integration.browser import (
     CHROMIUM_ARGS,
     artifacts_dir,
     chromium,
-    dismiss_welcome,
     materialize_one_partition,
+    skip_first_visit_dialog,
 )
-from tests.integration.dagster_platform import running_platform
+from tests.integration.dagster_platform import Platform, running_platform
+from tests.integration.helpers import kappa, table_rows
+from tests.support.report_table import table_with
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def platform(
+    tmp_path_factory: pytest.TempPathFactory, shared_broker: EmbeddedBroker
+) -> Iterator[Platform]:
+    """One platform for the module's tests: they deploy different pipelines."""
+    with running_platform(tmp_path_factory.mktemp("ui") / "home", shared_broker) as running:
+        yield running
 
 
 @pytest.fixture(scope="module")
@@ -30,11 +66,12 @@ def artifacts() -> Path:
     return artifacts_dir("browser")
 
 
-def test_launch_and_terminate_a_streaming_asset_from_the_ui(tmp_path, artifacts, shared_broker):
+def test_launch_and_terminate_a_streaming_asset_from_the_ui(platform: Platform, artifacts: Path):
     from playwright.sync_api import expect, sync_playwright
 
     executable = chromium()
-    with running_platform(tmp_path / "home", shared_broker) as platform, sync_playwright() as pw:
+    skip_first_visit_dialog(platform.api)
+    with sync_playwright() as pw:
         send(platform.settings, transactions(500, seed=30))
         platform.api.add_partition(versions_partitions_name("customer_spend"), "v1")
         url = f"http://127.0.0.1:{platform.settings.dagster.port}"
@@ -42,7 +79,6 @@ def test_launch_and_terminate_a_streaming_asset_from_the_ui(tmp_path, artifacts,
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 900})
             page.goto(f"{url}/assets/tables/customer_spend?view=lineage")
-            dismiss_welcome(page)
             node = page.get_by_text("customer_spend", exact=True).last
             expect(node).to_be_visible(timeout=30_000)
             expect(page.get_by_text("transactions", exact=True).last).to_be_visible()
@@ -80,7 +116,6 @@ def test_launch_and_terminate_a_streaming_asset_from_the_ui(tmp_path, artifacts,
             assert wait_until(lambda: platform.status(run.run_id) == "STARTED", 30, 0.5)
 
             page.goto(f"{url}/runs/{run.run_id}")
-            dismiss_welcome(page)
             expect(page.get_by_text("Started", exact=True).first).to_be_visible(timeout=30_000)
             expect(page.get_by_text("tables__customer_spend").first).to_be_visible()
             page.screenshot(path=str(artifacts / "2-run-in-progress.png"))
@@ -101,3 +136,177 @@ def test_launch_and_terminate_a_streaming_asset_from_the_ui(tmp_path, artifacts,
             assert "STEP_FAILURE" not in kinds and len(starts) == 1
         finally:
             browser.close()
+
+
+_CHECKS = """
+query Checks($key: AssetKeyInput!) {
+  assetNodeOrError(assetKey: $key) {
+    ... on AssetNode { assetChecksOrError { ... on AssetChecks { checks { name jobNames } } } }
+  }
+  repositoriesOrError { ... on RepositoryConnection { nodes { name location { name } } } }
+}
+"""
+
+_LAUNCH = """
+mutation Launch($params: ExecutionParams!) {
+  launchRun(executionParams: $params) {
+    __typename
+    ... on LaunchRunSuccess { run { runId } }
+    ... on PythonError { message }
+    ... on RunConfigValidationInvalid { errors { message } }
+  }
+}
+"""
+
+_PLANNED = """
+query R($id: ID!) { runOrError(runId: $id) { ... on Run { assetCheckSelection { name } } } }
+"""
+
+_CHECK_EVALUATIONS = """
+query Events($runId: ID!) {
+  logsForRun(runId: $runId, limit: 5000) {
+    ... on EventConnection {
+      events {
+        __typename
+        ... on AssetCheckEvaluationEvent { evaluation { checkName success description } }
+      }
+    }
+  }
+}
+"""
+
+ASSET_JOB = "__ASSET_JOB"
+GATE = {"candidate_schema", "candidate_keys", "candidate_values"}
+
+
+def materialize_from_asset_page(
+    platform: Platform, pipeline: str, version: str, config: dict[str, Any]
+) -> str:
+    """What the asset page's Materialize (partition chosen, launch config) sends."""
+    platform.api.add_partition(versions_partitions_name(pipeline), version)
+    key = {"path": table_key_path(pipeline)}
+    found = platform.api.query(_CHECKS, {"key": key})
+    checks = found["assetNodeOrError"]["assetChecksOrError"]["checks"]
+    repository = found["repositoriesOrError"]["nodes"][0]
+    params = {
+        "mode": "default",
+        "runConfigData": {"ops": {deploy_op_name(pipeline): {"config": config}}},
+        "executionMetadata": {"tags": [{"key": PARTITION_TAG, "value": version}]},
+        "selector": {
+            "repositoryLocationName": repository["location"]["name"],
+            "repositoryName": repository["name"],
+            "pipelineName": ASSET_JOB,
+            "assetSelection": [key],
+            "assetCheckSelection": [
+                {"assetKey": key, "name": c["name"]}
+                for c in checks
+                if not c["jobNames"] or ASSET_JOB in c["jobNames"]
+            ],
+        },
+    }
+    launched = platform.api.query(_LAUNCH, {"params": params})["launchRun"]
+    assert launched["__typename"] == "LaunchRunSuccess", launched
+    return launched["run"]["runId"]
+
+
+def _gate_evaluations(platform: Platform, run_id: str) -> list[dict[str, Any]]:
+    events = platform.api.query(_CHECK_EVALUATIONS, {"runId": run_id})["logsForRun"]["events"]
+    found = [e["evaluation"] for e in events if e.get("evaluation")]
+    return [e for e in found if e["checkName"] in GATE]
+
+
+def test_until_caught_up_runs_from_the_asset_page_never_compare_and_succeed(platform: Platform):
+    settings = platform.settings
+    send(settings, customer_changes(300, seed=33))
+    expected = customers_state(replay(settings.kafka.bootstrap_servers, "customers"))
+    once = {"mode": "until_caught_up", "report_every_s": 1.0}
+
+    first = materialize_from_asset_page(platform, "customers", "v1", once)
+    planned = platform.api.query(_PLANNED, {"id": first})["runOrError"]
+    assert {c["name"] for c in planned["assetCheckSelection"]} >= GATE
+    assert platform.wait_status(first, {"SUCCESS", "FAILURE"}, 240) == "SUCCESS"
+    assert table_rows(settings, "customers", "v1") == expected
+    assert live_version(settings.home, "customers") == "v1"
+    # The live version has nothing to compare: its planned checks say so instead of
+    # staying in progress.
+    settled = _gate_evaluations(platform, first)
+    assert {e["checkName"] for e in settled} == GATE
+    assert all(e["success"] and "not a candidate" in e["description"] for e in settled)
+
+    # v2 is a candidate (v1 is live). A comparison at the end of its run would have
+    # compared it at whatever offsets it stopped at; the run deploys, it does not judge.
+    second = materialize_from_asset_page(platform, "customers", "v2", once)
+    assert platform.wait_status(second, {"SUCCESS", "FAILURE"}, 240) == "SUCCESS"
+    assert table_rows(settings, "customers", "v2") == expected
+    assert live_version(settings.home, "customers") == "v1"
+    assert _gate_evaluations(platform, second) == []
+
+
+def _rows(settings: Settings) -> dict | None:
+    try:
+        return table_rows(settings, "customers", "v1")
+    except FileNotFoundError:
+        return None
+
+
+def _listed(settings: Settings) -> dict[str, dict[str, str]]:
+    listed = kappa(settings, "deployments", "list")
+    assert listed.returncode == 0, listed.stderr
+    rows = table_with(listed.stdout, "pipeline")
+    return {r["pipeline"]: {k: v for k, v in r.items() if k != "pipeline"} for r in rows}
+
+
+def _run_id(output: str) -> str:
+    return output.split(" as run ", 1)[1].split(":", 1)[0]
+
+
+def test_kappa_deploy_then_stop(platform: Platform):
+    settings = platform.settings
+    send(settings, customer_changes(300, seed=31))
+
+    deployed = kappa(settings, "deploy", "customers")
+    assert deployed.returncode == 0, deployed.stderr
+    run_id = _run_id(deployed.stdout)
+    assert wait_until(lambda: platform.holder_pid("customers") is not None, 120, 0.5)
+    assert platform.status(run_id) == "STARTED"
+    log = replay(settings.kafka.bootstrap_servers, "customers")
+    # v1 consumes: its table reaches the whole log (a later version never reads past it).
+    assert wait_until(lambda: _rows(settings) == customers_state(log), 120, 1.0)
+
+    # `kappa deployments list` shows what the UI shows: the running version with its run,
+    # lag and rows; a pipeline with no running version as such.
+    expected = {
+        "version": "v1",
+        "status": "running",
+        "run_id": run_id,
+        "lag": "0",
+        "rows": str(len(customers_state(log))),
+    }
+
+    def listed_as_expected() -> bool:
+        row = _listed(settings).get("customers", {})
+        return {k: row.get(k) for k in expected} == expected
+
+    # A report travels from the deployment through Pipes and Dagster's event log to the
+    # listing: under load that takes as long as the deployment's own start.
+    assert wait_until(listed_as_expected, 120, 1.0), (expected, _listed(settings)["customers"])
+    assert _listed(settings)["customer_spend"]["status"] == "not running"
+
+    again = kappa(settings, "deploy", "customers")
+    assert again.returncode == 2
+    assert f"customers v1 is already running (run {run_id})" in again.stderr
+
+    stopped = kappa(settings, "stop", "customers")
+    assert stopped.returncode == 0, stopped.stderr
+    platform.wait_status(run_id, {"CANCELED"}, 60)
+    assert platform.holder_pid("customers") is None
+    assert _listed(settings)["customers"]["status"] == "not running"
+
+    once = kappa(settings, "deploy", "customers", "--version", "v2", "--mode", "until_caught_up")
+    assert once.returncode == 0, once.stderr
+    platform.wait_status(_run_id(once.stdout), {"SUCCESS"}, 180)
+    assert table_rows(settings, "customers", "v2") == customers_state(log)
+    assert Deployment("customers", "v2", settings.home).checkpoint_path.exists()
+
+    unknown = kappa(settings, "deploy", "orders")
+    assert unknown.returncode == 2 and "orders" in unknown.stderr
