@@ -16,6 +16,7 @@ import pytest
 from bench.support.broker import delete_topics
 from bench.support.settings import private_settings
 from kappa.broker import EmbeddedBroker
+from streaming.engine.client import stop_engine
 from streaming.settings import Settings
 
 
@@ -31,14 +32,23 @@ def shared_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Embedded
 
 
 @pytest.fixture
-def settings(request: pytest.FixtureRequest, tmp_path: Path) -> Settings:
+def settings(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Settings]:
     """Settings with a private home. With the ``broker`` fixture they point at the shared broker;
-    without it, at private (not yet started) broker ports."""
+    without it, at private (not yet started) broker ports.
+
+    A deployment run in the test's own process (Dagster's ``materialize``, a deploy op) starts
+    the home's engine as a child of the pytest worker, where nothing else would stop it: it is
+    stopped when the test ends."""
     if "broker" not in request.fixturenames:
-        return private_settings(tmp_path / "home")
-    shared: EmbeddedBroker = request.getfixturevalue("shared_broker")
-    ports = shared.settings.broker
-    return private_settings(tmp_path / "home", ports.port, controller_port=ports.controller_port)
+        configured = private_settings(tmp_path / "home")
+    else:
+        shared: EmbeddedBroker = request.getfixturevalue("shared_broker")
+        ports = shared.settings.broker
+        configured = private_settings(
+            tmp_path / "home", ports.port, controller_port=ports.controller_port
+        )
+    yield configured
+    stop_engine(configured.home)
 
 
 @pytest.fixture
