@@ -67,13 +67,3 @@ def spark(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-
     session = build_spark_session(private_settings(home), app_name="kappa-tests")
     yield session
     session.stop()
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The slow end-to-end files first, the rest in their usual order.
-
-    ``make test`` hands whole files to two workers in collection order
-    (``--no-loadscope-reorder``). A file of several minutes taken last keeps one worker busy while
-    the other has nothing left, so the long files start first and the short ones fill in around
-    them."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
