@@ -196,6 +196,7 @@ def _launch_all(platform: Platform, produced_by_test: list[Out]) -> dict[tuple[s
     return runs
 
 
+@pytest.mark.timeout(1200)  # 13 deployments, then every one again after the SIGKILL, on 2 cores
 def test_the_whole_demo_on_one_engine_resumes_after_a_sigkill_and_equals_the_references(
     tmp_path, shared_broker
 ):  # type: ignore[no-untyped-def]
