@@ -3,6 +3,9 @@ with its cause and the log's tail, and is not retried (a crash would be)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
+
 import pytest
 from dagster import AssetCheckKey, AssetKey, DagsterEventType, DagsterInstance
 
@@ -10,6 +13,8 @@ from bench.support.broker import delete_topics
 from bench.support.producing import send, transactions
 from bench.support.reference import replay, spend_state
 from bench.support.settings import private_settings
+from streaming.engine.client import stop_engine
+from streaming.settings import Settings
 from tests.integration.helpers import table_rows
 from tests.integration.materializing import materialize_table
 
@@ -40,11 +45,21 @@ def test_data_loss_fails_the_step_with_cause_and_log_tail_and_is_not_retried(set
     assert table_rows(settings, "customer_spend") == before  # nothing was written
 
 
-def test_a_crash_is_retried_with_backoff_then_fails_with_its_cause_and_log_tail(tmp_path):
-    """No broker: every attempt exits at once (code 2), so only the retry schedule takes time."""
+@pytest.fixture
+def quick_retries(tmp_path: Path) -> Iterator[Settings]:
+    """Settings with an eighth of a second between retries; the engine the first attempt starts
+    (a child of this process) is stopped after the test."""
     settings = private_settings(tmp_path / "home", **{"dagster.retry_delay_s": 0.125})
+    yield settings
+    stop_engine(settings.home)
+
+
+def test_a_crash_is_retried_with_backoff_then_fails_with_its_cause_and_log_tail(
+    quick_retries: Settings,
+):
+    """No broker: every attempt exits at once (code 2), so only the retry schedule takes time."""
     instance = DagsterInstance.ephemeral()
-    result = materialize_table(settings, "customers", instance=instance)
+    result = materialize_table(quick_retries, "customers", instance=instance)
     assert not result.success
     events = result.all_events
     retries = [e for e in events if e.event_type == DagsterEventType.STEP_UP_FOR_RETRY]
