@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 
 # A customer's value fields and their types: the required ones, and customer_id, which may be
 # left out (the Kafka key is the customer's id).
@@ -50,15 +50,23 @@ def replay(bootstrap: str, topic: str) -> list[Record]:
 
 def replay_stamped(bootstrap: str, topics: list[str]) -> list[Stamped]:
     """Every record of ``topics`` with its timestamp, read until EOF on all partitions."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "reference",
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-            "auto.offset.reset": "earliest",
-        }
-    )
+    config = {"bootstrap.servers": bootstrap, "group.id": "reference"}
+    return [
+        Stamped(m.topic(), m.partition(), m.offset(), m.timestamp()[1], m.key(), m.value())
+        for m in read_to_end(config, topics)
+    ]
+
+
+def read_to_end(config: dict[str, Any], topics: list[str]) -> list[Message]:
+    """Every message of ``topics`` from offset 0 to the end of each partition (the last stable
+    offset under ``isolation.level: read_committed``), read by a consumer with ``config`` and
+    partitions assigned, not subscribed: no group rebalance, no committed position."""
+    fixed = {
+        "enable.auto.commit": False,
+        "enable.partition.eof": True,
+        "auto.offset.reset": "earliest",
+    }
+    consumer = Consumer({**config, **fixed})
     try:
         assignment = []
         for topic in topics:
@@ -66,20 +74,17 @@ def replay_stamped(bootstrap: str, topics: list[str]) -> list[Stamped]:
             assignment += [TopicPartition(topic, p, 0) for p in parts]
         consumer.assign(assignment)
         done: set[tuple[str, int]] = set()
-        records = []
+        messages = []
         while len(done) < len(assignment):
             msg = consumer.poll(5)
-            assert msg is not None, "reference replay stalled"
+            assert msg is not None, f"reading {topics} to the end stalled"
             if msg.error():
                 assert msg.error().code() == KafkaError._PARTITION_EOF, msg.error()
                 done.add((msg.topic(), msg.partition()))
                 continue
             done.discard((msg.topic(), msg.partition()))
-            _, stamp = msg.timestamp()
-            records.append(
-                Stamped(msg.topic(), msg.partition(), msg.offset(), stamp, msg.key(), msg.value())
-            )
-        return records
+            messages.append(msg)
+        return messages
     finally:
         consumer.close()
 

@@ -16,10 +16,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import pyarrow as pa
-from confluent_kafka import Consumer, KafkaError, TopicPartition
 from deltalake import CommitProperties, write_deltalake
 
-from bench.support.reference import Stamped, table_state
+from bench.support.reference import Stamped, read_to_end, table_state
 from streaming.define import Pipeline
 from streaming.define.registry import get_pipeline
 from streaming.delta.commit_info import BATCH_ID, END_OFFSETS
@@ -182,42 +181,25 @@ def replay_published(
     """Every record of a published topic, read to the end of each partition (the last stable
     offset with ``read_committed``, the log's end with ``read_uncommitted``), by partition and
     offset (how the consumer interleaves partitions differs between two reads)."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": settings.kafka.bootstrap_servers,
-            "group.id": f"published-{uuid.uuid4().hex[:12]}",
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-            "isolation.level": isolation,
-        }
-    )
-    try:
-        parts = consumer.list_topics(topic, timeout=10).topics[topic].partitions
-        consumer.assign([TopicPartition(topic, p, 0) for p in parts])
-        done: set[int] = set()
-        records = []
-        while len(done) < len(parts):
-            msg = consumer.poll(5)
-            assert msg is not None, "replaying the published topic stalled"
-            if msg.error():
-                assert msg.error().code() == KafkaError._PARTITION_EOF, msg.error()
-                done.add(msg.partition())
-                continue
-            done.discard(msg.partition())
-            headers = {k: v.decode() for k, v in msg.headers() or []}
-            records.append(
-                PublishedRecord(
-                    msg.partition(),
-                    msg.offset(),
-                    msg.key(),
-                    msg.value(),
-                    headers[DEPLOYMENT_HEADER],
-                    int(headers[BATCH_HEADER]),
-                )
+    config = {
+        "bootstrap.servers": settings.kafka.bootstrap_servers,
+        "group.id": f"published-{uuid.uuid4().hex[:12]}",
+        "isolation.level": isolation,
+    }
+    records = []
+    for msg in read_to_end(config, [topic]):
+        headers = {k: v.decode() for k, v in msg.headers() or []}
+        records.append(
+            PublishedRecord(
+                msg.partition(),
+                msg.offset(),
+                msg.key(),
+                msg.value(),
+                headers[DEPLOYMENT_HEADER],
+                int(headers[BATCH_HEADER]),
             )
-        return sorted(records, key=lambda r: (r.partition, r.offset))
-    finally:
-        consumer.close()
+        )
+    return sorted(records, key=lambda r: (r.partition, r.offset))
 
 
 def published_once(records: list[PublishedRecord], deployment: str) -> dict[int, int]:

@@ -1,5 +1,7 @@
 """The Dagster UI and the `kappa` commands that launch runs, on one platform (one `dagster dev`,
-the engine, the test broker); the tests deploy what they check themselves and read only that.
+the engine, the test broker). A test's checks hold whatever the tests before it deployed: the
+asset-page and `kappa deploy` tests both deploy `customers` and compare its tables with the
+whole log.
 
 A person's path through it in headless Chromium: browse the fraud detection's lineage from the
 report back to the topics, find the streaming asset in the asset graph, launch it, watch its run
