@@ -6,7 +6,7 @@ settings, so reloading the code location is how a new pipeline version reaches t
 
 from __future__ import annotations
 
-from dagster import Definitions, definitions
+from dagster import Definitions, definitions, in_process_executor
 
 from assets.alerts import REPORT_INPUTS, alerts_per_country_asset
 from assets.checks.comparison import comparison_checks
@@ -55,4 +55,7 @@ def defs() -> Definitions:
             quality_sensor(quality_jobs, settings.dagster.sensor_interval_s),
         ],
         resources={"kappa": KappaSettings(), "spark": spark_resource(settings)},
+        # Runs launched from an asset's page too: each step is a thin client of the engine or
+        # the broker, so a step process of its own would only import the code location again.
+        executor=in_process_executor,
     )

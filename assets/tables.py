@@ -17,10 +17,12 @@ from dagster import (
     AssetSelection,
     Backoff,
     Config,
+    DagsterExecutionInterruptedError,
     Failure,
     RetryPolicy,
     asset,
     define_asset_job,
+    in_process_executor,
 )
 
 from assets.launcher import run_deployment
@@ -90,9 +92,9 @@ def deploy_job(pipeline: str) -> "UnresolvedAssetJobDefinition":
         "overtakes the live one; a new partition reprocesses under a new version name "
         "(starting offsets/timestamp say from where).",
         tags={PIPELINE_TAG: pipeline, KIND_TAG: DEPLOYMENT_KIND},
-        # Dagster's default multiprocess executor, though there is one step: with the in-process
-        # one, terminating the run reaches the step's RetryPolicy as a failure and the deployment
-        # restarts instead of the run ending CANCELED.
+        # One step, run in the run worker itself: a deployment's handle is one process, not a
+        # run worker plus a step process each importing the code location.
+        executor_def=in_process_executor,
     )
 
 
@@ -129,6 +131,16 @@ def table_asset(pipeline: Pipeline, retry_delay_s: float) -> AssetsDefinition:
             version = run_version(context, pipeline.name)
         deployment = Deployment(pipeline.name, version, settings.home)
         options = LaunchOptions.model_validate(config.model_dump())
-        yield from run_deployment(context, deployment, options, settings)
+        try:
+            yield from run_deployment(context, deployment, options, settings)
+        except (DagsterExecutionInterruptedError, KeyboardInterrupt):
+            # The run was terminated and the deployment stopped. Dagster hands an interrupt to
+            # the step's RetryPolicy, which would start the deployment again in this process;
+            # a failure that allows no retry lets the run end CANCELED.
+            raise Failure(
+                description=f"{deployment.id}: the run was terminated; the deployment stopped "
+                "at a batch boundary",
+                allow_retries=False,
+            ) from None
 
     return _table

@@ -128,14 +128,20 @@ def test_launch_and_terminate_a_streaming_asset_from_the_ui(platform: Platform, 
             expect(page.get_by_text("Canceled", exact=True).first).to_be_visible(timeout=30_000)
             page.screenshot(path=str(artifacts / "3-run-terminated.png"))
             assert platform.holder_pid("customer_spend") is None
-            # Dagster marks an interrupted step "up for retry" when it has a retry policy, but a
-            # canceled run never retries: the deployment started once, and nothing failed.
+            # The interrupt would reach the step's retry policy and start the deployment again
+            # in the run's process; the step ends instead, saying it was terminated, and is not
+            # retried: the deployment started once.
             with DagsterInstance.from_config(str(platform.settings.home.dagster)) as instance:
                 logs = instance.all_logs(run.run_id)
-            kinds = {e.dagster_event.event_type_value for e in logs if e.dagster_event}
-            messages = [e.message or "" for e in logs]
-            starts = [m for m in messages if "running in the engine" in m]
-            assert "STEP_FAILURE" not in kinds and len(starts) == 1
+            events = [e.dagster_event for e in logs if e.dagster_event]
+            kinds = {e.event_type_value for e in events}
+            starts = [e.message for e in logs if "running in the engine" in (e.message or "")]
+            failures = [e.step_failure_data.user_failure_data for e in events if e.is_step_failure]
+            assert "STEP_UP_FOR_RETRY" not in kinds and len(starts) == 1
+            assert [f.description for f in failures if f] == [
+                "customer_spend__v1: the run was terminated; the deployment stopped at a batch "
+                "boundary"
+            ]
         finally:
             browser.close()
 
