@@ -15,7 +15,7 @@ WORKERS ?= 2
 
 test: env
 	.venv/bin/ruff check .
-	.venv/bin/python -m pytest -n $(WORKERS) --dist loadfile
+	.venv/bin/python -m pytest -n $(WORKERS) --dist loadgroup --no-loadscope-reorder
 
 lint: env
 	.venv/bin/ruff check .
