@@ -182,9 +182,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         steady_s = time.monotonic() - steady_from
         # Cores busy per role over the window (a process that ended meanwhile is not counted).
         result["cores_busy"] = {role: cpu / steady_s for role, cpu in spent.items()}
+        now = members(str(home))
         result["rss_gb"] = {
             "max": max(platform.rss) / GB,
-            "by_role": {k: v / GB for k, v in by_role(members(str(home)), "rss").items()},
+            "by_role": {k: v / GB for k, v in by_role(now, "rss").items()},
+            "processes": len(now),
+            "largest": [
+                (m.role, m.command, m.rss / GB) for m in sorted(now, key=lambda m: -m.rss)[:8]
+            ],
         }
         result["tables"] = {f"{n} {v}": check_table(settings, n, v) for n, v in platform.tables}
     finally:
@@ -223,6 +228,8 @@ def report(result: dict[str, Any]) -> str:
         f"{_num(result['load_before'])}",
         f"summed RSS of the platform: max {_num(result['rss_gb']['max'])} GB (target <= 8); "
         + ", ".join(f"{k} {v:.2f}" for k, v in sorted(result["rss_gb"]["by_role"].items())),
+        f"processes: {result['rss_gb']['processes']}; the largest: "
+        + "; ".join(f"{c} ({r}) {g:.2f}" for r, c, g in result["rss_gb"]["largest"]),
         "cores busy over the steady window: "
         + ", ".join(f"{k} {v:.2f}" for k, v in sorted(result["cores_busy"].items())),
         f"Ctrl-C: stopped in {_num(result['stop_s'])} s (target <= 60), left "

@@ -18,6 +18,7 @@ class Member:
     role: str
     rss: int
     cpu_s: float  # user + system time so far
+    command: str = ""  # the command line, shortened: what a reader needs to tell processes apart
 
 
 def _role(cmdline: list[str]) -> str:
@@ -41,6 +42,10 @@ def _role(cmdline: list[str]) -> str:
     return "other"
 
 
+def _short(cmdline: list[str]) -> str:
+    return " ".join(part.rsplit("/", 1)[-1] for part in cmdline[:4])[:80]
+
+
 def members(home: str) -> list[Member]:
     """Every live process whose environment or command line names ``home``."""
     found = []
@@ -52,7 +57,9 @@ def members(home: str) -> list[Member]:
                 continue
             times = proc.cpu_times()
             cpu = times.user + times.system
-            found.append(Member(proc.pid, _role(cmdline), proc.memory_info().rss, cpu))
+            found.append(
+                Member(proc.pid, _role(cmdline), proc.memory_info().rss, cpu, _short(cmdline))
+            )
         except (psutil.Error, OSError):
             continue
     return found
