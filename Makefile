@@ -8,10 +8,10 @@ run: env
 	.venv/bin/kappa up $(ARGS)
 
 # The test files are spread over WORKERS pytest-xdist processes, a file's tests on one worker so
-# its fixtures stay shared; WORKERS=0 runs one process. Two, because one process leaves about a
-# third of the 2-core machine idle while it waits on Spark, Dagster and process starts
-# (bench/RESULTS.md, What the suite cost).
-WORKERS ?= 2
+# its fixtures stay shared; WORKERS=0 runs one process. Three on the 2-core machine: one runs the
+# whole-platform files one after another (tests/conftest.py), which wait on Spark, Dagster and
+# process starts much of the time; the other two take the rest (bench/RESULTS.md).
+WORKERS ?= 3
 
 test: env
 	.venv/bin/ruff check .
