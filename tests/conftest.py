@@ -4,11 +4,7 @@ The broker starts once per pytest process (each xdist worker has its own) and is
 every test that asks for it, so a test sees only its own topics. Tests that stop, kill or restart
 a broker start their own on private ports (the ``settings`` fixture gives them free ones).
 Tests never write into the working tree: every platform home is a pytest tmp_path.
-
-Under xdist (``--dist loadgroup``) each file is one unit of work, except the end-to-end files
-that each run a whole platform: they form one unit, handed out first, so one worker runs them
-one after another while the other takes the rest. Run against each other at the end of the
-suite, they doubled each other's time.
+Under xdist, the files are spread over the workers as ``tests/support/scheduling.py`` says.
 """
 
 from __future__ import annotations
@@ -23,31 +19,18 @@ from bench.support.settings import private_settings
 from kappa.broker import EmbeddedBroker
 from streaming.engine.client import stop_engine
 from streaming.settings import Settings
-
-END_TO_END = frozenset(
-    {
-        "tests/integration/test_whole_demo.py",
-        "tests/integration/test_browser_reprocessing.py",
-        "tests/integration/test_restart.py",
-    }
-)
+from tests.support.scheduling import FilesWithOneEndToEndUnit, in_order
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The end-to-end unit first, then the other integration files, the unit tests last (short
-    units that even out the workers' ends)."""
+    in_order(items)
 
-    def file_of(item: pytest.Item) -> str:
-        return item.nodeid.split("::")[0]
 
-    def rank(item: pytest.Item) -> int:
-        path = file_of(item)
-        return 0 if path in END_TO_END else 1 if path.startswith("tests/integration/") else 2
-
-    for item in items:
-        path = file_of(item)
-        item.add_marker(pytest.mark.xdist_group("end-to-end" if path in END_TO_END else path))
-    items.sort(key=rank)
+@pytest.hookimpl(tryfirst=True, optionalhook=True)  # before xdist's own choice of scheduler
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    if config.getvalue("dist") != "loadfile":
+        return None
+    return FilesWithOneEndToEndUnit(config, log)
 
 
 @pytest.fixture(scope="session")
