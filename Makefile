@@ -8,14 +8,14 @@ run: env
 	.venv/bin/kappa up $(ARGS)
 
 # The test files are spread over WORKERS pytest-xdist processes, a file's tests on one worker so
-# its fixtures stay shared (the whole-platform files share one worker: tests/support/scheduling.py);
-# WORKERS=0 runs one process. Two, because one process leaves about a third of the 2-core
-# machine idle while it waits on Spark, Dagster and process starts (bench/RESULTS.md).
+# its fixtures stay shared; WORKERS=0 runs one process. Two, because one process leaves about a
+# third of the 2-core machine idle while it waits on Spark, Dagster and process starts
+# (bench/RESULTS.md, What the suite cost).
 WORKERS ?= 2
 
 test: env
 	.venv/bin/ruff check .
-	.venv/bin/python -m pytest -n $(WORKERS) --dist loadfile --no-loadscope-reorder
+	.venv/bin/python -m pytest -n $(WORKERS) --dist loadfile
 
 lint: env
 	.venv/bin/ruff check .

@@ -4,7 +4,6 @@ The broker starts once per pytest process (each xdist worker has its own) and is
 every test that asks for it, so a test sees only its own topics. Tests that stop, kill or restart
 a broker start their own on private ports (the ``settings`` fixture gives them free ones).
 Tests never write into the working tree: every platform home is a pytest tmp_path.
-Under xdist, the files are spread over the workers as ``tests/support/scheduling.py`` says.
 """
 
 from __future__ import annotations
@@ -19,18 +18,6 @@ from bench.support.settings import private_settings
 from kappa.broker import EmbeddedBroker
 from streaming.engine.client import stop_engine
 from streaming.settings import Settings
-from tests.support.scheduling import FilesWithOneEndToEndUnit, in_order
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    in_order(items)
-
-
-@pytest.hookimpl(tryfirst=True, optionalhook=True)  # before xdist's own choice of scheduler
-def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
-    if config.getvalue("dist") != "loadfile":
-        return None
-    return FilesWithOneEndToEndUnit(config, log)
 
 
 @pytest.fixture(scope="session")
