@@ -55,7 +55,10 @@ def defs() -> Definitions:
             quality_sensor(quality_jobs, settings.dagster.sensor_interval_s),
         ],
         resources={"kappa": KappaSettings(), "spark": spark_resource(settings)},
-        # Runs launched from an asset's page too: each step is a thin client of the engine or
-        # the broker, so a step process of its own would only import the code location again.
+        # Every job without an executor of its own, the deploy jobs and the asset pages' runs
+        # among them: a step is a thin client of the engine or the broker, so a step process of
+        # its own would only import the code location again (a deployment's handle is one
+        # process; assets.tables turns a terminated step's interrupt into a run that ends
+        # CANCELED).
         executor=in_process_executor,
     )

@@ -22,7 +22,6 @@ from dagster import (
     RetryPolicy,
     asset,
     define_asset_job,
-    in_process_executor,
 )
 
 from assets.launcher import run_deployment
@@ -92,9 +91,7 @@ def deploy_job(pipeline: str) -> "UnresolvedAssetJobDefinition":
         "overtakes the live one; a new partition reprocesses under a new version name "
         "(starting offsets/timestamp say from where).",
         tags={PIPELINE_TAG: pipeline, KIND_TAG: DEPLOYMENT_KIND},
-        # One step, run in the run worker itself: a deployment's handle is one process, not a
-        # run worker plus a step process each importing the code location.
-        executor_def=in_process_executor,
+        # No executor of its own: the code location's in-process one (assets.definitions).
     )
 
 
@@ -134,9 +131,10 @@ def table_asset(pipeline: Pipeline, retry_delay_s: float) -> AssetsDefinition:
         try:
             yield from run_deployment(context, deployment, options, settings)
         except (DagsterExecutionInterruptedError, KeyboardInterrupt):
-            # The run was terminated and the deployment stopped. Dagster hands an interrupt to
-            # the step's RetryPolicy, which would start the deployment again in this process;
-            # a failure that allows no retry lets the run end CANCELED.
+            # The run was terminated and the deployment stopped. The step runs in the run
+            # worker (in-process executor), where Dagster hands an interrupt to the step's
+            # RetryPolicy, which would start the deployment again; a failure that allows no retry
+            # lets the run end CANCELED.
             raise Failure(
                 description=f"{deployment.id}: the run was terminated; the deployment stopped "
                 "at a batch boundary",

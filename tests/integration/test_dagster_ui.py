@@ -138,6 +138,8 @@ def test_launch_and_terminate_a_streaming_asset_from_the_ui(platform: Platform, 
             starts = [e.message for e in logs if "running in the engine" in (e.message or "")]
             failures = [e.step_failure_data.user_failure_data for e in events if e.is_step_failure]
             assert "STEP_UP_FOR_RETRY" not in kinds and len(starts) == 1
+            # One process per deployment: the step ran in the run worker.
+            assert any("Executing steps in process" in (e.message or "") for e in logs)
             assert [f.description for f in failures if f] == [
                 "customer_spend__v1: the run was terminated; the deployment stopped at a batch "
                 "boundary"
