@@ -1,10 +1,11 @@
 """The engine: one long-lived Spark application that hosts many deployments.
 
 Each deployment (a pipeline at a version) is a streaming query of the engine's one SparkSession,
-started in a thread of its own (``streaming.engine.hosted``) with its own scheduler pool (the
-session runs Spark's FAIR scheduler), its own checkpoint, lock and stop. A deployment whose
-pipeline raises fails its own query; the others keep committing. A deployment whose topics have
-no new records starts no Spark job: its source finds nothing new at each trigger.
+started in a thread of its own (``streaming.engine.hosted``) with its own checkpoint, lock and
+stop; the deployments' batches share one scheduler pool in the order they arrive
+(``streaming.engine.pools``). A deployment whose pipeline raises fails its own query; the
+others keep committing. A deployment whose topics have no new records starts no Spark job: its
+source finds nothing new at each trigger.
 
 Clients (the Dagster runs that are the deployments' handles, ``kappa``) reach it over HTTP on
 127.0.0.1 (``streaming.engine.server``).
@@ -19,6 +20,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from streaming.engine.hosted import DeploymentRequest, HostedDeployment
+from streaming.engine.pools import QUALITY
 from streaming.errors import RunError
 from streaming.settings import Settings
 
@@ -84,7 +86,7 @@ class Engine:
 
         declared = get_pipeline(self.settings.pipelines, pipeline)
         context = self.spark.sparkContext
-        context.setLocalProperty("spark.scheduler.pool", "quality")
+        context.setLocalProperty("spark.scheduler.pool", QUALITY)
         try:
             deployment, result = run_table_suite(
                 self.settings, declared, version, spark=lambda: self.spark

@@ -1,10 +1,10 @@
 """One deployment hosted by the engine: its thread, its stop, and what it reported.
 
 A hosted deployment runs the same start-up and the same query as a deployment in its own
-process (``streaming.run.startup``, ``streaming.run.runner``), in a thread of the engine, with
-its own Spark scheduler pool so one deployment's batches never queue behind another's. Its
-reports are kept in order, numbered, for the client that watches it (a Dagster run) to read from
-where it left off.
+process (``streaming.run.startup``, ``streaming.run.runner``), in a thread of the engine; its
+batches join the engine's scheduler pool for their kind of run (``streaming.engine.pools``).
+Its reports are kept in order, numbered, for the client that watches it (a Dagster run) to read
+from where it left off.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from streaming.deployment import deployment_id
+from streaming.engine.pools import deployment_pool
 from streaming.errors import KappaError
 from streaming.run.job import exit_code
 from streaming.run.options import RunOptions
@@ -159,7 +160,7 @@ class HostedDeployment:
                     self.state = RUNNING
                 # The query's thread inherits the pool of the thread that starts it.
                 context = self.spark.sparkContext
-                context.setLocalProperty("spark.scheduler.pool", started.deployment.id)
+                context.setLocalProperty("spark.scheduler.pool", deployment_pool(started.options))
                 runner = PipelineRunner(
                     self.spark,
                     started.pipeline,
