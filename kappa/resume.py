@@ -35,6 +35,12 @@ from streaming.deployment import deployment_id
 from streaming.settings import Settings
 from streaming.wait import wait_until
 
+# Resuming waits for a busy Dagster: each GraphQL call up to RESUME_CALL_TIMEOUT_S, tries every
+# RESUME_RETRY_S until RESUME_TIMEOUT_S.
+RESUME_CALL_TIMEOUT_S = 30.0
+RESUME_RETRY_S = 5.0
+RESUME_TIMEOUT_S = 300.0
+
 _ACTIVE = """
 query Active($filter: RunsFilter) {
   runsOrError(filter: $filter) {
@@ -160,21 +166,49 @@ def resume_at_start(
     stopping: Callable[[], bool],
 ) -> bool:
     """Once Dagster has loaded the code, mark the previous platform's orphaned runs canceled and
-    relaunch what was running; False if the code never loaded (nothing was relaunched)."""
+    relaunch what was running; False if the code never loaded (nothing was relaunched).
+
+    Dagster answers slowly while it loads and launches, so each call may take long, and a call
+    that fails is tried again until ``RESUME_TIMEOUT_S``: a deployment already launched by an
+    earlier try is active by then and is not launched twice.
+    """
     if not wait_until(lambda: stopping() or _code_loaded(api), timeout_s=120) or stopping():
         return False
-    try:
-        orphans = mark_orphans_canceled(api, started_at)
-        if orphans:
-            print(f"marked {len(orphans)} run(s) of the previous platform as canceled")
-        for deployment, run_id in resume(settings, api, pipeline_names(settings.pipelines), skip):
-            print(
-                f"resumed {deployment.pipeline} {deployment.version or ''} (run {run_id}, was "
-                f"{deployment.run_id})",
-                flush=True,
-            )
-    except Exception as exc:  # the platform still runs; the user can deploy by hand
-        print(f"could not resume the previous deployments: {exc}", file=sys.stderr, flush=True)
+    patient = DagsterApi(settings, timeout_s=RESUME_CALL_TIMEOUT_S)
+    failures: list[Exception] = []
+    orphans_marked = False
+
+    def attempt() -> bool:
+        nonlocal orphans_marked
+        try:
+            if not orphans_marked:
+                orphans = mark_orphans_canceled(patient, started_at)
+                orphans_marked = True
+                if orphans:
+                    print(f"marked {len(orphans)} run(s) of the previous platform as canceled")
+            pipelines = pipeline_names(settings.pipelines)
+            for deployment, run_id in resume(settings, patient, pipelines, skip):
+                print(
+                    f"resumed {deployment.pipeline} {deployment.version or ''} (run {run_id}, "
+                    f"was {deployment.run_id})",
+                    flush=True,
+                )
+        except Exception as exc:  # Dagster busy: try again
+            failures.append(exc)
+            return False
+        return True
+
+    done = wait_until(
+        lambda: stopping() or attempt(), timeout_s=RESUME_TIMEOUT_S, interval_s=RESUME_RETRY_S
+    )
+    if not done and failures:  # the platform still runs; the user can deploy by hand
+        print(
+            f"could not resume the previous deployments in {RESUME_TIMEOUT_S:.0f} s "
+            f"({len(failures)} tries): {failures[-1]}; deploy them again from the UI or with "
+            "`kappa deploy`",
+            file=sys.stderr,
+            flush=True,
+        )
     return True
 
 
