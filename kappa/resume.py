@@ -166,7 +166,8 @@ def resume_at_start(
     stopping: Callable[[], bool],
 ) -> bool:
     """Once Dagster has loaded the code, mark the previous platform's orphaned runs canceled and
-    relaunch what was running; False if the code never loaded (nothing was relaunched).
+    relaunch what was running; False if that did not happen (the code never loaded, or Dagster
+    never answered), so the list of what to resume stays for the next start.
 
     Dagster answers slowly while it loads and launches, so each call may take long, and a call
     that fails is tried again until ``RESUME_TIMEOUT_S``: a deployment already launched by an
@@ -201,15 +202,15 @@ def resume_at_start(
     done = wait_until(
         lambda: stopping() or attempt(), timeout_s=RESUME_TIMEOUT_S, interval_s=RESUME_RETRY_S
     )
-    if not done and failures:  # the platform still runs; the user can deploy by hand
+    if not done:  # the platform still runs; the user can deploy by hand
         print(
             f"could not resume the previous deployments in {RESUME_TIMEOUT_S:.0f} s "
-            f"({len(failures)} tries): {failures[-1]}; deploy them again from the UI or with "
-            "`kappa deploy`",
+            f"({len(failures)} tries): {failures[-1] if failures else 'no answer'}; deploy them "
+            "from the UI or with `kappa deploy`, or start the platform again to retry",
             file=sys.stderr,
             flush=True,
         )
-    return True
+    return done
 
 
 def remember_running(settings: Settings, api: DagsterApi) -> None:
