@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 DATASOURCE = "kappa_spark"
 EXAMPLES = 5
+_FILE_PROJECT = threading.Lock()
 
 
 def import_in_background() -> threading.Thread:
@@ -115,8 +116,25 @@ def run_checks(
 
     if docs_dir is None:
         context: AbstractDataContext = quiet(gx.get_context(mode="ephemeral"))
-    else:
+        return _run(context, df, checks, suite_name, keys, counts_only, full, docs=False)
+    # A file GE project is one set of files (its config, stores and Data Docs) that GE reads and
+    # rewrites without locking: two suites at once in one process (the engine validates for
+    # several Dagster runs) read each other's half-written config.
+    with _FILE_PROJECT:
         context = file_context(docs_dir)
+        return _run(context, df, checks, suite_name, keys, counts_only, full, docs=True)
+
+
+def _run(
+    context: AbstractDataContext,
+    df: DataFrame,
+    checks: Sequence[Check],
+    suite_name: str,
+    keys: list[str],
+    counts_only: Mapping[str, Any],
+    full: Mapping[str, Any],
+    docs: bool,
+) -> GxRun:
     result, run_id = _validate(context, df, checks, suite_name, counts_only)
     outcomes = _outcomes(result, checks, keys, df)
     failed = {o.name for o in outcomes if not o.success and o.unexpected_count}
@@ -135,14 +153,14 @@ def run_checks(
             else o
             for o in outcomes
         ]
-    docs = None
-    if docs_dir is not None:
-        docs = build_data_docs(context=context, validation_id=_result_id(result, run_id))
+    links = None
+    if docs:
+        links = build_data_docs(context=context, validation_id=_result_id(result, run_id))
     return GxRun(
         success=bool(result.success),
         outcomes=tuple(outcomes),
         run_time=run_id.run_time.isoformat(),
-        docs=docs,
+        docs=links,
     )
 
 
