@@ -32,7 +32,7 @@ from kappa.dagster_api import DagsterApi
 from kappa.deploy import deploy
 from kappa.platform_up import dagster_ready
 from kappa.ports import free_port
-from streaming.dagster_names import KIND_TAG
+from streaming.dagster_names import quality_job_name
 from streaming.define.registry import get_pipeline, pipeline_names
 from streaming.deployment import Deployment
 from streaming.kafka.log import KafkaLog
@@ -142,11 +142,13 @@ def wait_start_up_suites(
     if not settings.quality.auto:
         return True
 
+    suites = {quality_job_name(n) for n, _ in deployments}
+
     def done() -> bool:
         home = settings.home
         if not all(Deployment(n, v, home).validation_path.exists() for n, v in deployments):
             return False
-        return not any(r.tags.get(KIND_TAG) == "batch" for r in api.active_runs())
+        return not any(r.job_name in suites for r in api.active_runs())
 
     return wait_until(done, timeout_s, interval_s=2.0)
 
