@@ -64,6 +64,14 @@ def parse_request(body: dict[str, Any]) -> DeploymentRequest:
     )
 
 
+def checked_names(pipeline: str, *versions: str) -> tuple[str, ...]:
+    """A pipeline's and versions' names from a request's path, refused unless they are names
+    (they become paths under the home)."""
+    from streaming.define.names import validate_pipeline_name, validate_version
+
+    return (validate_pipeline_name(pipeline), *(validate_version(v) for v in versions))
+
+
 class EngineServer(ThreadingHTTPServer):
     daemon_threads = True
 
@@ -127,7 +135,7 @@ class _Handler(BaseHTTPRequestHandler):
         if len(parts) == 3 and parts[0] == "deployments" and parts[2] == "stop":
             return deployment_view(engine.stop(parts[1]))
         if len(parts) == 3 and parts[0] == "quality":
-            return engine.validate(parts[1], parts[2])
+            return engine.validate(*checked_names(parts[1], parts[2]))
         if parts == ["shutdown"]:
             self.server.on_shutdown()
             return {"stopping": True}
