@@ -1,8 +1,18 @@
-"""Which Dagster runs are streaming deployments to resume after a platform restart."""
+"""Which Dagster runs are streaming deployments to resume after a platform restart, and a resume
+through a Dagster too busy to answer at first."""
 
 from __future__ import annotations
 
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from kappa import resume
+from kappa.dagster_api import DagsterApi
 from kappa.resume import _pipeline_of
+from streaming.settings import load_settings
 
 
 def test_deployment_runs_are_recognised_by_job_or_asset_selection():
@@ -15,3 +25,62 @@ def test_deployment_runs_are_recognised_by_job_or_asset_selection():
     assert _pipeline_of(from_ui, pipelines) == "customer_spend"
     assert _pipeline_of(quality, pipelines) is None
     assert _pipeline_of({"jobName": "promote_version", "assetSelection": []}, pipelines) is None
+
+
+class _Dagster(BaseHTTPRequestHandler):
+    """Dagster's GraphQL endpoint as the resume sees it: busy (HTTP 503) for the first
+    ``busy_for`` requests, then up with the code loaded and no active run."""
+
+    busy_for = 0
+    seen = 0
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0)).decode()
+        type(self).seen += 1
+        if "repositoriesOrError" in body:  # the code-loaded probe, answered from the start
+            data = {"repositoriesOrError": {"__typename": "RepositoryConnection", "nodes": [{}]}}
+        elif type(self).seen <= type(self).busy_for:
+            self.send_response(503)
+            self.end_headers()
+            return
+        else:
+            data = {"runsOrError": {"__typename": "Runs", "results": []}}
+        payload = json.dumps({"data": data}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, *args: object) -> None:
+        return
+
+
+@pytest.fixture
+def dagster(tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Dagster)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setattr(resume, "RESUME_RETRY_S", 0.01)
+    monkeypatch.setattr(resume, "RESUME_TIMEOUT_S", 2.0)
+    settings = load_settings(
+        env={}, overrides={"home": str(tmp_path), "dagster.port": server.server_address[1]}
+    )
+    yield settings
+    server.shutdown()
+
+
+def test_a_busy_dagster_is_asked_again_until_the_resume_gets_through(dagster, capsys):
+    _Dagster.busy_for, _Dagster.seen = 3, 0
+
+    assert resume.resume_at_start(dagster, DagsterApi(dagster), 0.0, set(), lambda: False)
+    assert _Dagster.seen > 3
+    assert "could not resume" not in capsys.readouterr().err
+
+
+def test_a_resume_that_never_gets_through_says_so_and_keeps_the_list(dagster, capsys):
+    _Dagster.busy_for, _Dagster.seen = 10**6, 0
+
+    assert not resume.resume_at_start(dagster, DagsterApi(dagster), 0.0, set(), lambda: False)
+    err = capsys.readouterr().err
+    assert "could not resume the previous deployments in 2 s" in err
+    assert "start the platform again to retry" in err
