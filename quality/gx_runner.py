@@ -12,6 +12,7 @@ import datetime as dt
 import importlib
 import threading
 from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -106,6 +107,20 @@ def run_checks(
     Returns:
         The overall success, one outcome per check and, with ``docs_dir``, the Data Docs links.
     """
+    # A file GE project is one set of files (its config, stores and Data Docs) that GE reads and
+    # rewrites without locking: two suites at once in one process (the engine validates for
+    # several Dagster runs) read each other's half-written config.
+    with nullcontext() if docs_dir is None else _FILE_PROJECT:
+        return _checks(df, checks, suite_name, key_column, docs_dir)
+
+
+def _checks(
+    df: DataFrame,
+    checks: Sequence[Check],
+    suite_name: str,
+    key_column: str | Sequence[str] | None,
+    docs_dir: str | Path | None,
+) -> GxRun:
     import great_expectations as gx
 
     full: dict[str, Any] = {"result_format": "SUMMARY", "partial_unexpected_count": EXAMPLES}
@@ -116,25 +131,8 @@ def run_checks(
 
     if docs_dir is None:
         context: AbstractDataContext = quiet(gx.get_context(mode="ephemeral"))
-        return _run(context, df, checks, suite_name, keys, counts_only, full, docs=False)
-    # A file GE project is one set of files (its config, stores and Data Docs) that GE reads and
-    # rewrites without locking: two suites at once in one process (the engine validates for
-    # several Dagster runs) read each other's half-written config.
-    with _FILE_PROJECT:
+    else:
         context = file_context(docs_dir)
-        return _run(context, df, checks, suite_name, keys, counts_only, full, docs=True)
-
-
-def _run(
-    context: AbstractDataContext,
-    df: DataFrame,
-    checks: Sequence[Check],
-    suite_name: str,
-    keys: list[str],
-    counts_only: Mapping[str, Any],
-    full: Mapping[str, Any],
-    docs: bool,
-) -> GxRun:
     result, run_id = _validate(context, df, checks, suite_name, counts_only)
     outcomes = _outcomes(result, checks, keys, df)
     failed = {o.name for o in outcomes if not o.success and o.unexpected_count}
@@ -153,14 +151,14 @@ def _run(
             else o
             for o in outcomes
         ]
-    links = None
-    if docs:
-        links = build_data_docs(context=context, validation_id=_result_id(result, run_id))
+    docs = None
+    if docs_dir is not None:
+        docs = build_data_docs(context=context, validation_id=_result_id(result, run_id))
     return GxRun(
         success=bool(result.success),
         outcomes=tuple(outcomes),
         run_time=run_id.run_time.isoformat(),
-        docs=links,
+        docs=docs,
     )
 
 

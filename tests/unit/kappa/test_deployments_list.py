@@ -4,14 +4,13 @@ what Dagster's GraphQL API answers (a stand-in server on 127.0.0.1 plays the run
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
 
 import pytest
 
 from kappa.cli import main
+from tests.support.graphql_stand_in import GraphQLStandIn, serving
 
 
 def _run(run_id: str, job: str, tags: dict[str, str], assets: list[list[str]]) -> dict[str, Any]:
@@ -82,9 +81,9 @@ REPORTS = {
 }
 
 
-class _Dagster(BaseHTTPRequestHandler):
+class _Dagster(GraphQLStandIn):
     def do_POST(self) -> None:  # the GraphQL endpoint
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        body = json.loads(self.query_text())
         query, variables = body["query"], body.get("variables") or {}
         if "runsOrError" in query:
             statuses = (variables.get("filter") or {}).get("statuses") or []
@@ -103,27 +102,13 @@ class _Dagster(BaseHTTPRequestHandler):
             data = {"assetOrError": {"__typename": "Asset", **REPORTS[version]}}
         else:
             data = {"assetOrError": {"__typename": "AssetNotFoundError"}}
-        payload = json.dumps({"data": data}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, *args: Any) -> None:
-        pass
+        self.answer(data)
 
 
 @pytest.fixture
 def dagster_port() -> Iterator[int]:
-    server = HTTPServer(("127.0.0.1", 0), _Dagster)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server.server_address[1]
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(_Dagster) as port:
+        yield port
 
 
 def test_one_row_per_running_version_with_role_and_progress(

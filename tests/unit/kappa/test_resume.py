@@ -3,16 +3,13 @@ through a Dagster too busy to answer at first."""
 
 from __future__ import annotations
 
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
 import pytest
 
 from kappa import resume
 from kappa.dagster_api import DagsterApi
 from kappa.resume import _pipeline_of
 from streaming.settings import load_settings
+from tests.support.graphql_stand_in import GraphQLStandIn, serving
 
 
 def test_deployment_runs_are_recognised_by_job_or_asset_selection():
@@ -27,7 +24,7 @@ def test_deployment_runs_are_recognised_by_job_or_asset_selection():
     assert _pipeline_of({"jobName": "promote_version", "assetSelection": []}, pipelines) is None
 
 
-class _Dagster(BaseHTTPRequestHandler):
+class _Dagster(GraphQLStandIn):
     """Dagster's GraphQL endpoint as the resume sees it: busy (HTTP 503) for the first
     ``busy_for`` requests, then up with the code loaded and no active run."""
 
@@ -35,7 +32,7 @@ class _Dagster(BaseHTTPRequestHandler):
     seen = 0
 
     def do_POST(self) -> None:
-        body = self.rfile.read(int(self.headers.get("Content-Length") or 0)).decode()
+        body = self.query_text()
         type(self).seen += 1
         if "repositoriesOrError" in body:  # the code-loaded probe, answered from the start
             data = {"repositoriesOrError": {"__typename": "RepositoryConnection", "nodes": [{}]}}
@@ -45,28 +42,15 @@ class _Dagster(BaseHTTPRequestHandler):
             return
         else:
             data = {"runsOrError": {"__typename": "Runs", "results": []}}
-        payload = json.dumps({"data": data}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, *args: object) -> None:
-        return
+        self.answer(data)
 
 
 @pytest.fixture
 def dagster(tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Dagster)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
     monkeypatch.setattr(resume, "RESUME_RETRY_S", 0.01)
     monkeypatch.setattr(resume, "RESUME_TIMEOUT_S", 2.0)
-    settings = load_settings(
-        env={}, overrides={"home": str(tmp_path), "dagster.port": server.server_address[1]}
-    )
-    yield settings
-    server.shutdown()
+    with serving(_Dagster) as port:
+        yield load_settings(env={}, overrides={"home": str(tmp_path), "dagster.port": port})
 
 
 def test_a_busy_dagster_is_asked_again_until_the_resume_gets_through(dagster, capsys):
