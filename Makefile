@@ -10,12 +10,13 @@ run: env
 # The test files are spread over WORKERS pytest-xdist processes, a file's tests on one worker so
 # its fixtures stay shared; WORKERS=0 runs one process. Two, because one process leaves about a
 # third of the 2-core machine idle while it waits on Spark, Dagster and process starts
-# (bench/RESULTS.md, What the suite cost).
+# (bench/RESULTS.md, What the suite cost). Files go out longest first (tests/conftest.py), not
+# by test count as xdist would order them.
 WORKERS ?= 2
 
 test: env
 	.venv/bin/ruff check .
-	.venv/bin/python -m pytest -n $(WORKERS) --dist loadfile
+	.venv/bin/python -m pytest -n $(WORKERS) --dist loadfile --no-loadscope-reorder
 
 lint: env
 	.venv/bin/ruff check .

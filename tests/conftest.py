@@ -4,6 +4,11 @@ The broker starts once per pytest process (each xdist worker has its own) and is
 every test that asks for it, so a test sees only its own topics. Tests that stop, kill or restart
 a broker start their own on private ports (the ``settings`` fixture gives them free ones).
 Tests never write into the working tree: every platform home is a pytest tmp_path.
+
+The longest files run first. A file marked ``slow(seconds=N)`` takes about N seconds on a quiet
+machine; the suite hands files to its workers longest first, so the last minutes are short files
+spread over both workers instead of two whole-platform scenarios slowing each other down while
+the other worker idles (``make test`` turns off xdist's own reordering, by test count, for it).
 """
 
 from __future__ import annotations
@@ -18,6 +23,15 @@ from bench.support.settings import private_settings
 from kappa.broker import EmbeddedBroker
 from streaming.engine.client import stop_engine
 from streaming.settings import Settings
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Longest files first; files of equal cost (most are unmarked) keep their collected order."""
+    cost: dict[Path, float] = {}
+    for item in items:
+        declared = [m.kwargs.get("seconds", 0) for m in item.iter_markers("slow")]
+        cost[item.path] = max([cost.get(item.path, 0.0), *declared])
+    items.sort(key=lambda item: -cost[item.path])
 
 
 @pytest.fixture(scope="session")

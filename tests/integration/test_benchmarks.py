@@ -17,7 +17,7 @@ import pytest
 from bench import compare_bench
 from streaming.settings import REPO_ROOT
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow(seconds=105)]
 
 
 def _bench(module: str, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:

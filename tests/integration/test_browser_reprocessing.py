@@ -46,7 +46,7 @@ from tests.integration.user_code import customers_module, user_package
 
 pytestmark = [
     pytest.mark.integration,
-    pytest.mark.slow,
+    pytest.mark.slow(seconds=330),
 ]
 
 MODULE = "ui_flow_pipelines.customers"

@@ -39,7 +39,7 @@ from tests.integration.helpers import check_commits, committed_batches, table_ro
 from tests.support.enrichment import enriched_reference, spend_hourly_reference
 from tests.support.seed_references import clicks_per_zip_reference
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow(seconds=110)]
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from streaming.settings import Settings
 from tests.integration.helpers import table_rows
 from tests.integration.materializing import materialize_table
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow(seconds=45)]
 
 
 def test_data_loss_fails_the_step_with_cause_and_log_tail_and_is_not_retried(settings, broker):

@@ -51,7 +51,7 @@ from tests.integration.dagster_platform import Platform, running_platform
 from tests.integration.helpers import kappa, table_rows
 from tests.support.report_table import table_with
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow(seconds=150)]
 
 
 @pytest.fixture(scope="module")

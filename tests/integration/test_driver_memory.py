@@ -20,7 +20,7 @@ from streaming.settings import REPO_ROOT, Settings
 from tests.integration.helpers import check_commits
 from tests.support.enrichment import enriched_reference
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow(seconds=80)]
 
 NAME = "transactions_enriched"
 EVENTS = 120_000

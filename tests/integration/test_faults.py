@@ -18,7 +18,7 @@ from bench.faults_checks import IN_DELTA_COMMIT
 from bench.faults_process import disk_fault, kills
 from bench.faults_run import FaultRun
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow(seconds=150)]
 
 
 @pytest.mark.timeout(1500)  # restarts of a Spark process on two cores

@@ -31,7 +31,7 @@ from streaming.versions.promotion import compare_versions
 from tests.integration.helpers import kappa, kill_mid_run, run_until_caught_up
 from tests.support.enrichment import enriched_reference
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow(seconds=100)]
 
 PACKAGE = "forward_only_user"
 FRAUD = '''"""fraud_alerts at {version}, as a user's module (written by the test)."""

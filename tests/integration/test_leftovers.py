@@ -12,7 +12,7 @@ import pytest
 from bench.support.producing import send, transactions
 from tests.integration.helpers import kappa
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow(seconds=75)]
 
 PIPELINE = "spend_hourly"  # stateful: it keeps operator state beside its table
 

@@ -15,7 +15,7 @@ from streaming.engine.client import EngineClient
 from streaming.wait import wait_until
 from tests.integration.dagster_platform import running_platform
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow(seconds=60)]
 
 FAST = {"mode": "continuous", "trigger_interval": "0.5 seconds", "report_every_s": 2.0}
 

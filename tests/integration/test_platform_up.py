@@ -22,7 +22,7 @@ from streaming.settings import REPO_ROOT
 from streaming.wait import wait_until
 from tests.integration.dagster_platform import _ready
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow(seconds=50)]
 
 
 def test_ctrl_c_stops_runs_then_every_process(settings, tmp_path):

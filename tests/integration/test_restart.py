@@ -33,7 +33,7 @@ from streaming.settings import REPO_ROOT, Settings
 from streaming.wait import wait_until
 from tests.integration.helpers import kappa, table_rows
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow(seconds=150)]
 
 Acked = tuple[str, int, int, bytes | None, bytes | None]  # topic, partition, offset, key, value
 

@@ -11,7 +11,7 @@ from bench.support.producing import customer_changes, send
 from tests.integration.dagster_platform import running_platform
 from tests.integration.helpers import kappa
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow(seconds=50)]
 
 # Accepted by librdkafka on a plaintext connection (it only applies with SASL), so the platform
 # works normally while carrying it everywhere a real credential would go.

@@ -30,7 +30,7 @@ from tests.integration.helpers import (
 from tests.support.run_together import run_together
 from tests.support.seed_references import stock_moving_avg_reference, stock_stats_reference
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow(seconds=50)]
 
 KEY = ("ticker", "window_start")
 FINAL = "stock_stats_final"

@@ -37,7 +37,7 @@ from tests.support.stream_references import (
     topic_records,
 )
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow(seconds=65)]
 
 POSITION = ("partition", "offset")
 STREAMS = {"large_trades": large_trades_reference, "searches_by_term": searches_by_term_reference}

@@ -57,7 +57,7 @@ from tests.support.seed_references import (
     stock_stats_reference,
 )
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow(seconds=170)]
 
 LAUNCH = {"trigger_interval": "1 second", "report_every_s": 2.0}
 ENRICHED = "transactions_enriched"
