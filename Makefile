@@ -10,8 +10,8 @@ run: env
 # The test files are spread over WORKERS pytest-xdist processes, a file's tests on one worker so
 # its fixtures stay shared; WORKERS=0 runs one process. Two, because one process leaves about a
 # third of the 2-core machine idle while it waits on Spark, Dagster and process starts
-# (bench/RESULTS.md, What the suite cost). Files go out longest first (tests/conftest.py), not
-# by test count as xdist would order them.
+# (bench/RESULTS.md, What the suite cost). One worker takes the long files, the other the short
+# ones (tests/support/heavy_and_light.py), not xdist's order by test count.
 WORKERS ?= 2
 
 test: env

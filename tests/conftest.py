@@ -5,16 +5,18 @@ every test that asks for it, so a test sees only its own topics. Tests that stop
 a broker start their own on private ports (the ``settings`` fixture gives them free ones).
 Tests never write into the working tree: every platform home is a pytest tmp_path.
 
-The longest files run first. A file marked ``slow(seconds=N)`` takes about N seconds on a quiet
-machine; the suite hands files to its workers longest first, so the last minutes are short files
-spread over both workers instead of two whole-platform scenarios slowing each other down while
-the other worker idles (``make test`` turns off xdist's own reordering, by test count, for it).
+Long files run beside short ones. A file marked ``slow(seconds=N)`` takes about N seconds on a
+quiet machine; files are collected longest first, and under ``--dist loadfile`` one worker takes
+them from the front and the other from the back (``tests/support/heavy_and_light.py``), so two
+whole-platform scenarios do not slow each other down (``make test`` turns off xdist's own
+reordering, by test count).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,6 +25,15 @@ from bench.support.settings import private_settings
 from kappa.broker import EmbeddedBroker
 from streaming.engine.client import stop_engine
 from streaming.settings import Settings
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from tests.support.heavy_and_light import HeavyAndLight
+
+    return HeavyAndLight(config, log)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
