@@ -56,7 +56,8 @@ class _Watch:
         self.pending: list[dict[str, Any]] = []
 
     def start(self) -> None:
-        """Start the deployment in the engine (or find it running there for this run)."""
+        """Start the deployment in the engine, or take over the one this run's launch started
+        there (``assets.run_launcher``) or that runs for it already."""
         deployment = self.deployment
         self.view = self.client.submit(
             deployment.pipeline, deployment.version, self.options, self.context.run_id

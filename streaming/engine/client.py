@@ -85,9 +85,19 @@ class EngineClient:
         return self._call("GET", "/deployments")
 
     def submit(
-        self, pipeline: str, version: str, options: dict[str, Any], run_id: str | None
+        self,
+        pipeline: str,
+        version: str,
+        options: dict[str, Any],
+        run_id: str | None,
+        claim_within_s: float | None = None,
     ) -> dict[str, Any]:
+        """Start a deployment for ``run_id`` (or get the one running for it back). With
+        ``claim_within_s``, it is started ahead of the run's step, which must take it over with
+        a submit of its own within that many seconds or the engine stops it."""
         body = {"pipeline": pipeline, "version": version, "options": options, "run_id": run_id}
+        if claim_within_s is not None:
+            body["claim_within_s"] = claim_within_s
         return self._call("POST", "/deployments", body)
 
     def deployment(self, deployment_id: str, since: int = 0) -> dict[str, Any]:

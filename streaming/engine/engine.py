@@ -45,11 +45,14 @@ class Engine:
 
     def submit(self, request: DeploymentRequest) -> HostedDeployment:
         """Start ``request``'s deployment, or give the running one back to the run that started
-        it (a client reconnecting). Refused while it runs for another run."""
+        it (a client reconnecting, or the step of a run whose launch started it). Refused while
+        it runs for another run."""
         with self._lock:
             current = self._hosted.get(request.id)
             if current is not None and current.active:
                 if current.request.run_id == request.run_id:
+                    if request.claim_within_s is None:
+                        current.claim()
                     return current
                 msg = (
                     f"deployment {request.id} is already running in the engine (run "

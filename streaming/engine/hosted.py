@@ -85,6 +85,9 @@ class DeploymentRequest:
     version: str
     options: RunOptions
     run_id: str | None = None
+    # Set when the run launcher starts the deployment before its run's step exists: the step
+    # takes it over with a request of its own (same run id); untaken, it stops after this long.
+    claim_within_s: float | None = None
 
     @property
     def id(self) -> str:
@@ -105,6 +108,9 @@ class HostedDeployment:
         self.started_at = time.time()
         self.ended_at: float | None = None
         self._stop = threading.Event()
+        self._claimed = threading.Event()
+        if request.claim_within_s is None:
+            self._claimed.set()
         self._thread = threading.Thread(target=self._run, name=f"kappa-{request.id}", daemon=True)
 
     @property
@@ -115,9 +121,32 @@ class HostedDeployment:
     def active(self) -> bool:
         return self.state not in ENDED
 
+    @property
+    def claimed(self) -> bool:
+        return self._claimed.is_set()
+
     def start(self) -> HostedDeployment:
         self._thread.start()
+        if not self.claimed:
+            timer = threading.Timer(self.request.claim_within_s or 0.0, self._unclaimed)
+            timer.daemon = True
+            timer.start()
         return self
+
+    def claim(self) -> None:
+        """The run's step has taken over the deployment its launch started."""
+        self._claimed.set()
+
+    def _unclaimed(self) -> None:
+        if self.claimed or not self.active:
+            return
+        message = (
+            f"{self.id}: started when run {self.request.run_id} was launched, but no step of that "
+            f"run took it over within {self.request.claim_within_s:.0f} s; stopping it"
+        )
+        log.warning(message)
+        self.events.warning(message)
+        self.stop()
 
     def stop(self) -> None:
         """Ask the query to stop after the batch in flight (or before it starts)."""
@@ -135,6 +164,7 @@ class HostedDeployment:
             "pipeline": self.request.pipeline,
             "version": self.request.version,
             "run_id": self.request.run_id,
+            "claimed": self.claimed,
             "state": self.state,
             "error": self.error,
             "exit_code": self.exit_code,

@@ -2,7 +2,8 @@
 
     GET  /v1/health                          the engine: pid, master, how many deployments
     GET  /v1/deployments                     every deployment it hosts, with its state
-    POST /v1/deployments                     start one: {pipeline, version, options, run_id}
+    POST /v1/deployments                     start one: {pipeline, version, options, run_id,
+                                             claim_within_s (a launch's early start)}
     GET  /v1/deployments/<id>?since=<n>      its state and its reports numbered n and later
     POST /v1/deployments/<id>/stop           stop it at a batch boundary
     POST /v1/shutdown                        stop every deployment, then the engine
@@ -55,12 +56,18 @@ def parse_request(body: dict[str, Any]) -> DeploymentRequest:
         raise KappaError(msg)
     from streaming.define.names import validate_pipeline_name, validate_version
 
-    run_id = body.get("run_id")
+    run_id, claim_within_s = body.get("run_id"), body.get("claim_within_s")
+    if claim_within_s is not None and (
+        not isinstance(claim_within_s, int | float) or claim_within_s <= 0 or not run_id
+    ):
+        msg = "claim_within_s is a number of seconds above 0, for a request with a run_id"
+        raise KappaError(msg)
     return DeploymentRequest(
         validate_pipeline_name(pipeline),
         validate_version(version),
         options,
         run_id if isinstance(run_id, str) else None,
+        None if claim_within_s is None else float(claim_within_s),
     )
 
 

@@ -37,6 +37,7 @@ from streaming.dagster_names import (
     versions_partitions_name,
 )
 from streaming.deployment import Deployment
+from streaming.engine.client import EngineClient
 from streaming.settings import Settings
 from streaming.versions.live_pointer import live_version
 from streaming.wait import wait_until
@@ -115,7 +116,8 @@ def test_launch_and_terminate_a_streaming_asset_from_the_ui(platform: Platform, 
             assert wait_until(lambda: platform.api.active_runs(), timeout_s=30, interval_s=0.5)
             [run] = platform.api.active_runs()
             assert wait_until(lambda: platform.holder_pid("customer_spend") is not None, 120, 0.5)
-            assert wait_until(lambda: platform.status(run.run_id) == "STARTED", 30, 0.5)
+            # (the deployment starts as the run launches, before the run's process is up)
+            platform.wait_status(run.run_id, {"STARTED"}, 120)
 
             page.goto(f"{url}/runs/{run.run_id}")
             expect(page.get_by_text("Started", exact=True).first).to_be_visible(timeout=30_000)
@@ -278,7 +280,16 @@ def test_kappa_deploy_then_stop(platform: Platform):
     assert deployed.returncode == 0, deployed.stderr
     run_id = _run_id(deployed.stdout)
     assert wait_until(lambda: platform.holder_pid("customers") is not None, 120, 0.5)
-    assert platform.status(run_id) == "STARTED"
+    platform.wait_status(run_id, {"STARTED"}, 120)
+    # The launch started the query in the engine before the run's process had loaded the code,
+    # and the run's step took it over.
+    events = _run_events(platform, run_id)
+    early = [e for e in events if "started in the engine as the run launched" in e["message"]]
+    step_start = [e for e in events if e["eventType"] == "STEP_START"]
+    assert early and step_start, [e["message"] for e in events]
+    assert int(early[0]["timestamp"]) <= int(step_start[0]["timestamp"])
+    assert wait_until(lambda: _engine_view(settings, "customers__v1")["claimed"], 60, 0.5)
+    assert _engine_view(settings, "customers__v1")["run_id"] == run_id
     log = replay(settings.kafka.bootstrap_servers, "customers")
     # v1 consumes: its table reaches the whole log (a later version never reads past it).
     assert wait_until(lambda: _rows(settings) == customers_state(log), 120, 1.0)
@@ -320,3 +331,17 @@ def test_kappa_deploy_then_stop(platform: Platform):
 
     unknown = kappa(settings, "deploy", "orders")
     assert unknown.returncode == 2 and "orders" in unknown.stderr
+
+
+def _run_events(platform: Platform, run_id: str) -> list[dict[str, Any]]:
+    """The run's event log (message, type, timestamp in ms), oldest first."""
+    document = """
+    query($runId: ID!) { logsForRun(runId: $runId) { __typename
+      ... on EventConnection { events { __typename
+        ... on MessageEvent { message eventType timestamp } } } } }"""
+    answer = platform.api.query(document, {"runId": run_id})["logsForRun"]
+    return [e for e in answer.get("events", []) if "message" in e]
+
+
+def _engine_view(settings: Settings, deployment: str) -> dict[str, Any]:
+    return EngineClient(settings.home).deployment(deployment)

@@ -169,3 +169,35 @@ def test_two_versions_with_different_code_run_side_by_side(engine, broker):  # t
     _customers(settings, "b2", total, keep=lambda row: row["country"] != "DE")
     for version in ("b1", "b2"):
         client.stop(f"customers__{version}")
+
+
+def test_a_deployment_started_as_its_run_launches_is_taken_over_or_stopped(engine, broker):  # type: ignore[no-untyped-def]
+    """The run launcher starts a deployment before its run's step exists (``claim_within_s``):
+    the step takes it over, a run terminated before its step stops it, and one that no step takes
+    over stops by itself."""
+    from assets.run_launcher import RunDeployment, stop_untaken
+
+    settings, package = engine
+    client = EngineClient(settings.home)
+    (package / "customers.py").write_text(customers_module("c2"))
+    send(settings, customer_changes(300, seed=7))
+    for version in ("c1", "c2", "c3"):
+        view = client.submit("customers", version, ALONE, f"run-{version}", claim_within_s=4)
+        assert view["claimed"] is False
+    taken = client.submit("customers", "c2", ALONE, "run-c2")  # c2's step
+    assert taken["claimed"] is True and taken["run_id"] == "run-c2"
+    for version in ("c2", "c3"):  # both runs terminated; only c3 has no step to stop it
+        stop_untaken(RunDeployment("customers", version, ALONE, settings), f"run-{version}")
+    assert wait_until(lambda: client.deployment("customers__c3")["state"] == "stopped", 60)
+    assert wait_until(lambda: client.deployment("customers__c1")["state"] == "stopped", 60)
+    events = client.deployment("customers__c1")["events"]
+    warnings = [e["message"] for e in events if e["kind"] == "warning"]
+    assert any("no step of that run took it over within 4 s" in m for m in warnings), warnings
+    # c2, taken over, outlived c1's window and reads on.
+    assert client.deployment("customers__c2")["state"] == "running"
+    total = sum(
+        sum(p.values())
+        for p in log_ends(replay(settings.kafka.bootstrap_servers, "customers")).values()
+    )
+    _customers(settings, "c2", total, keep=lambda row: True)
+    client.stop("customers__c2")

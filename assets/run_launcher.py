@@ -1,0 +1,150 @@
+"""The platform's run launcher: a deployment's query starts in the engine as its run launches.
+
+A run's step starts only once the run's process has loaded the code location, half a minute on
+a busy machine. :class:`KappaRunLauncher` is Dagster's default launcher that, for a streaming
+deployment's run, first asks the engine to start that deployment under the run's id; the step
+then takes it over (``assets.engine_link``) and relays everything it reported meanwhile. The
+Dagster run stays the deployment's handle: terminating a run whose step has not started yet
+stops the deployment here, and a deployment no step takes over stops by itself
+(``streaming.engine.hosted``).
+
+The early start is an optimisation only: when there is no engine, or it refuses, the launch goes
+on as without it and the step starts the deployment (with the error a user should see).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from dagster import DagsterInstance, DagsterRun, DefaultRunLauncher
+from dagster._core.launcher.base import LaunchRunContext
+from pydantic import ValidationError
+
+from assets.launcher import in_own_application
+from assets.resources import KappaSettings
+from streaming.dagster_names import (
+    DEPLOYMENT_KIND,
+    KIND_TAG,
+    PARTITION_TAG,
+    PIPELINE_TAG,
+    TABLES,
+)
+from streaming.deployment import deployment_id
+from streaming.engine.client import EngineClient
+from streaming.errors import KappaError
+from streaming.run.options import LaunchOptions
+from streaming.settings import Settings
+
+log = logging.getLogger(__name__)
+
+# Longer than Dagster waits for a run's process before it fails the run
+# (run_monitoring.start_timeout_seconds, 180 s in platform/dagster.yaml).
+CLAIM_WITHIN_S = 240.0
+# An engine that does not answer this fast is left to the step.
+ENGINE_CALL_S = 5.0
+
+
+class RunDeployment:
+    """The deployment a run launches, read from the run as the step will see it."""
+
+    def __init__(self, pipeline: str, version: str, options: dict[str, Any], settings: Settings):
+        self.pipeline = pipeline
+        self.version = version
+        self.options = options
+        self.settings = settings
+
+    @property
+    def id(self) -> str:
+        return deployment_id(self.pipeline, self.version)
+
+    @classmethod
+    def of(cls, run: DagsterRun) -> RunDeployment | None:
+        """The engine deployment ``run`` runs, or None (not a deployment's run, or one whose
+        config the step will refuse)."""
+        version, pipeline = run.tags.get(PARTITION_TAG), _pipeline(run)
+        ops = (run.run_config or {}).get("ops") or {}
+        if version is None or pipeline is None or len(ops) > 1:
+            return None
+        config = next(iter(ops.values()), {}).get("config") or {}
+        resource = ((run.run_config or {}).get("resources") or {}).get("kappa") or {}
+        try:
+            options = LaunchOptions.model_validate(config).model_dump()
+            settings = KappaSettings(**(resource.get("config") or {})).load()
+        except (ValidationError, KappaError, TypeError):
+            return None
+        if in_own_application(settings, pipeline):
+            return None
+        return cls(pipeline, version, options, settings)
+
+
+def _pipeline(run: DagsterRun) -> str | None:
+    """A deploy job's pipeline (its tags), or that of an asset-page run of one table."""
+    if run.tags.get(KIND_TAG) == DEPLOYMENT_KIND:
+        return run.tags.get(PIPELINE_TAG)
+    selected = run.asset_selection or set()
+    if len(selected) != 1:
+        return None
+    (key,) = selected
+    return key.path[1] if len(key.path) == 2 and key.path[0] == TABLES else None
+
+
+class KappaRunLauncher(DefaultRunLauncher):
+    """Dagster's default run launcher, starting a deployment's query as its run launches."""
+
+    def launch_run(self, context: LaunchRunContext) -> None:
+        start_early(self._instance, context.dagster_run)
+        super().launch_run(context)
+
+    def terminate(self, run_id: str) -> bool:
+        try:
+            return super().terminate(run_id)
+        finally:
+            run = self._instance.get_run_by_id(run_id) if self.has_instance else None
+            deployment = None if run is None else _launched(run)
+            if deployment is not None:
+                stop_untaken(deployment, run_id)
+
+
+def _launched(run: DagsterRun) -> RunDeployment | None:
+    try:
+        return RunDeployment.of(run)
+    except Exception:  # the early start never fails a launch: the step reports the cause
+        log.warning("run %s: its deployment is left to its step", run.run_id, exc_info=True)
+        return None
+
+
+def start_early(instance: DagsterInstance, run: DagsterRun) -> None:
+    """Start the deployment ``run`` launches in the engine, for its step to take over."""
+    deployment = _launched(run)
+    if deployment is None:
+        return
+    client = EngineClient(deployment.settings.home, timeout_s=ENGINE_CALL_S)
+    try:
+        client.submit(
+            deployment.pipeline,
+            deployment.version,
+            deployment.options,
+            run.run_id,
+            claim_within_s=CLAIM_WITHIN_S,
+        )
+    except KappaError as exc:  # no engine, or refused: the step starts it and says why
+        log.info("%s: not started ahead of run %s: %s", deployment.id, run.run_id, exc)
+        return
+    instance.report_engine_event(
+        f"{deployment.id}: started in the engine as the run launched; its step takes it over",
+        dagster_run=run,
+        cls=KappaRunLauncher,
+    )
+
+
+def stop_untaken(deployment: RunDeployment, run_id: str) -> None:
+    """Stop the deployment this run's launch started if no step of the run has taken it over
+    (a step stops its own when its run is terminated)."""
+    client = EngineClient(deployment.settings.home, timeout_s=ENGINE_CALL_S)
+    try:
+        view = client.deployment(deployment.id)
+        if view.get("run_id") == run_id and not view.get("claimed", True):
+            client.stop(deployment.id)
+    except KappaError as exc:
+        log.info("%s: not stopped with run %s: %s", deployment.id, run_id, exc)
