@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,6 +12,11 @@ from kappa.errors import DagsterApiError
 from streaming.settings import Settings
 
 ACTIVE_STATUSES = ("QUEUED", "NOT_STARTED", "STARTING", "STARTED")
+# How long a termination waits for a run whose process is still loading the code (Dagster cannot
+# terminate a STARTING run; its deployment may already run in the engine) before it marks the run
+# canceled instead: the run's process then never runs its step, and the engine stops the
+# deployment no step takes over (assets/run_launcher.py).
+STARTING_WAIT_S = 60.0
 
 _RUNS = """
 query Runs($filter: RunsFilter, $limit: Int) {
@@ -27,8 +33,8 @@ query Runs($filter: RunsFilter, $limit: Int) {
 """
 
 _TERMINATE = """
-mutation Terminate($runIds: [String!]!) {
-  terminateRuns(runIds: $runIds) {
+mutation Terminate($runIds: [String!]!, $policy: TerminateRunPolicy) {
+  terminateRuns(runIds: $runIds, terminatePolicy: $policy) {
     __typename
     ... on TerminateRunsResult {
       terminateRunResults { __typename ... on PythonError { message } }
@@ -91,8 +97,15 @@ class DagsterApi:
             raise DagsterApiError(msg)
         return body["data"]
 
-    def runs(self, statuses: tuple[str, ...] | None = None, limit: int = 100) -> list[RunInfo]:
-        run_filter = {"statuses": list(statuses)} if statuses else {}
+    def runs(
+        self,
+        statuses: tuple[str, ...] | None = None,
+        limit: int = 100,
+        run_ids: list[str] | None = None,
+    ) -> list[RunInfo]:
+        run_filter: dict[str, Any] = {"statuses": list(statuses)} if statuses else {}
+        if run_ids is not None:
+            run_filter["runIds"] = run_ids
         data = self.query(_RUNS, {"filter": run_filter, "limit": limit})["runsOrError"]
         if data["__typename"] != "Runs":
             msg = f"Dagster could not list runs: {data.get('message')}"
@@ -110,9 +123,24 @@ class DagsterApi:
             for r in data["results"]
         ]
 
-    def terminate(self, run_ids: list[str]) -> None:
-        if run_ids:
-            self.query(_TERMINATE, {"runIds": run_ids})
+    def terminate(self, run_ids: list[str], starting_wait_s: float = STARTING_WAIT_S) -> None:
+        """Terminate the runs; one still starting is terminated once it has started, or marked
+        canceled after ``starting_wait_s``."""
+        pending = list(run_ids)
+        deadline = time.monotonic() + starting_wait_s
+        while pending:
+            starting = {r.run_id for r in self.runs(run_ids=pending) if r.status == "STARTING"}
+            ready = [i for i in pending if i not in starting]
+            if ready:
+                self.query(_TERMINATE, {"runIds": ready, "policy": "SAFE_TERMINATE"})
+            pending = [i for i in pending if i in starting]
+            if pending and time.monotonic() >= deadline:
+                self.query(
+                    _TERMINATE, {"runIds": pending, "policy": "MARK_AS_CANCELED_IMMEDIATELY"}
+                )
+                return
+            if pending:
+                time.sleep(0.5)
 
     def active_runs(self) -> list[RunInfo]:
         return self.runs(ACTIVE_STATUSES)

@@ -197,7 +197,7 @@ def _terminate_runs(settings: Settings, timeout_s: float = 40.0) -> None:
     api = DagsterApi(settings, timeout_s=20.0)
     try:
         active = api.active_runs()
-        api.terminate([r.run_id for r in active])
+        api.terminate([r.run_id for r in active], starting_wait_s=20.0)
         wait_until(lambda: not api.active_runs(), timeout_s=timeout_s, interval_s=0.5)
     except Exception as exc:  # Dagster may already be down; the process tree is killed anyway
         print(f"could not terminate runs through Dagster: {exc}", file=sys.stderr)

@@ -101,6 +101,9 @@ def test_launch_watch_stop_relaunch_without_loss(platform):
     assert wait_until(lambda: _txn_total(platform) == 3200, timeout_s=120, interval_s=0.5)
     expected = spend_state(replay(settings.kafka.bootstrap_servers, "transactions"))
     assert _spend(platform) == expected
+    # (the table fills as the run launches, before its process is up; Dagster terminates started
+    # runs only)
+    platform.wait_status(run_id, {"STARTED"}, timeout_s=120)
     platform.client.terminate_run(run_id)
     platform.wait_status(run_id, {"CANCELED"}, timeout_s=30)
 
