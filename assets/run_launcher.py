@@ -15,6 +15,7 @@ on as without it and the step starts the deployment (with the error a user shoul
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from dagster import DagsterInstance, DagsterRun, DefaultRunLauncher
@@ -46,18 +47,22 @@ CLAIM_WITHIN_S = 90.0
 ENGINE_CALL_S = 5.0
 
 
+@dataclass(frozen=True)
 class RunDeployment:
     """The deployment a run launches, read from the run as the step will see it."""
 
-    def __init__(self, pipeline: str, version: str, options: dict[str, Any], settings: Settings):
-        self.pipeline = pipeline
-        self.version = version
-        self.options = options
-        self.settings = settings
+    pipeline: str
+    version: str
+    options: dict[str, Any]
+    settings: Settings
 
     @property
     def id(self) -> str:
         return deployment_id(self.pipeline, self.version)
+
+    def engine(self) -> EngineClient:
+        """A client of the engine that gives up fast: the step is the fallback."""
+        return EngineClient(self.settings.home, timeout_s=ENGINE_CALL_S)
 
     @classmethod
     def of(cls, run: DagsterRun) -> RunDeployment | None:
@@ -120,9 +125,8 @@ def start_early(instance: DagsterInstance, run: DagsterRun) -> None:
     deployment = _launched(run)
     if deployment is None:
         return
-    client = EngineClient(deployment.settings.home, timeout_s=ENGINE_CALL_S)
     try:
-        client.submit(
+        deployment.engine().submit(
             deployment.pipeline,
             deployment.version,
             deployment.options,
@@ -142,7 +146,7 @@ def start_early(instance: DagsterInstance, run: DagsterRun) -> None:
 def stop_untaken(deployment: RunDeployment, run_id: str) -> None:
     """Stop the deployment this run's launch started if no step of the run has taken it over
     (a step stops its own when its run is terminated)."""
-    client = EngineClient(deployment.settings.home, timeout_s=ENGINE_CALL_S)
+    client = deployment.engine()
     try:
         view = client.deployment(deployment.id)
         if view.get("run_id") == run_id and not view.get("claimed", True):

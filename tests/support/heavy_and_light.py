@@ -22,10 +22,7 @@ class HeavyAndLight(LoadFileScheduling):
     longest) and every other worker from its back."""
 
     def _assign_work_unit(self, node: Any) -> None:
-        takes_long = node is self.nodes[0]
-        scope, work_unit = self.workqueue.popitem(last=not takes_long)
-        self.assigned_work.setdefault(node, {})[scope] = work_unit
-        collection = self.registered_collections[node]
-        node.send_runtest_some(
-            [collection.index(nodeid) for nodeid, done in work_unit.items() if not done]
-        )
+        if node is not self.nodes[0] and self.workqueue:
+            # xdist hands out the queue's first unit: put the last one first for this worker.
+            self.workqueue.move_to_end(next(reversed(self.workqueue)), last=False)
+        super()._assign_work_unit(node)
