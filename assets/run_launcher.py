@@ -8,6 +8,11 @@ Dagster run stays the deployment's handle: terminating a run whose step has not 
 stops the deployment here, and a deployment no step takes over stops by itself
 (``streaming.engine.hosted``).
 
+A deployment's launch returns once the engine has answered: the run's process, which only relays
+the deployment's reports, starts in the background, so a burst of launches (the whole demo at
+once, or the next ``kappa up`` resuming it) waits for the engine, not for a dozen interpreters
+to load the code location. A process that fails to start fails its run, as a failed launch does.
+
 The early start is an optimisation only: when there is no engine, or it refuses, the launch goes
 on as without it and the step starts the deployment (with the error a user should see).
 """
@@ -15,11 +20,15 @@ on as without it and the step starts the deployment (with the error a user shoul
 from __future__ import annotations
 
 import logging
+import sys
+import threading
 from dataclasses import dataclass
 from typing import Any
 
 from dagster import DagsterInstance, DagsterRun, DefaultRunLauncher
+from dagster._core.events import EngineEventData
 from dagster._core.launcher.base import LaunchRunContext
+from dagster._utils.error import serializable_error_info_from_exc_info
 from pydantic import ValidationError
 
 from assets.launcher import in_own_application
@@ -39,10 +48,11 @@ from streaming.settings import Settings
 
 log = logging.getLogger(__name__)
 
-# Three times what a run's process takes to start on the busy machine of the whole demo. A step
-# that comes later finds the deployment stopped and starts it again from its checkpoint; a run
-# marked canceled before its step ran leaves the deployment running this long at most.
-CLAIM_WITHIN_S = 90.0
+# Dagster's own limit for a run's process to start (run_monitoring.start_timeout_seconds in
+# platform/dagster.yaml): a run whose step has not come by then is failed, and retried, by Dagster.
+# A step that comes later finds the deployment stopped and starts it again from its checkpoint; a
+# run marked canceled before its step ran leaves the deployment running this long at most.
+CLAIM_WITHIN_S = 180.0
 # An engine that does not answer this fast is left to the step.
 ENGINE_CALL_S = 5.0
 
@@ -68,7 +78,7 @@ class RunDeployment:
     def of(cls, run: DagsterRun) -> RunDeployment | None:
         """The engine deployment ``run`` runs, or None (not a deployment's run, or one whose
         config the step will refuse)."""
-        version, pipeline = run.tags.get(PARTITION_TAG), _pipeline(run)
+        version, pipeline = run.tags.get(PARTITION_TAG), deployed_pipeline(run)
         ops = (run.run_config or {}).get("ops") or {}
         if version is None or pipeline is None or len(ops) > 1:
             return None
@@ -84,8 +94,9 @@ class RunDeployment:
         return cls(pipeline, version, options, settings)
 
 
-def _pipeline(run: DagsterRun) -> str | None:
-    """A deploy job's pipeline (its tags), or that of an asset-page run of one table."""
+def deployed_pipeline(run: DagsterRun) -> str | None:
+    """The pipeline a streaming deployment's run deploys, or None for any other run: a deploy
+    job's pipeline (its tags), or that of an asset-page run of one table."""
     if run.tags.get(KIND_TAG) == DEPLOYMENT_KIND:
         return run.tags.get(PIPELINE_TAG)
     selected = run.asset_selection or set()
@@ -96,11 +107,36 @@ def _pipeline(run: DagsterRun) -> str | None:
 
 
 class KappaRunLauncher(DefaultRunLauncher):
-    """Dagster's default run launcher, starting a deployment's query as its run launches."""
+    """Dagster's default run launcher, starting a deployment's query as its run launches and
+    its run's process in the background."""
 
     def launch_run(self, context: LaunchRunContext) -> None:
+        if deployed_pipeline(context.dagster_run) is None:  # a batch run: launched as Dagster does
+            super().launch_run(context)
+            return
         start_early(self._instance, context.dagster_run)
-        super().launch_run(context)
+        threading.Thread(
+            target=self._start_process,
+            args=(context,),
+            name=f"kappa-launch-{context.dagster_run.run_id}",
+            daemon=True,
+        ).start()
+
+    def _start_process(self, context: LaunchRunContext) -> None:
+        """Start the run's process; a failure fails the run, as ``DagsterInstance.launch_run``
+        does with a launch that raises."""
+        run = context.dagster_run
+        try:
+            super().launch_run(context)
+        except Exception:
+            error = serializable_error_info_from_exc_info(sys.exc_info())
+            self._instance.report_engine_event(
+                error.message, run, EngineEventData.engine_error(error)
+            )
+            self._instance.report_run_failed(run)
+            deployment = _launched(run)
+            if deployment is not None:
+                stop_untaken(deployment, run.run_id)
 
     def terminate(self, run_id: str) -> bool:
         try:

@@ -244,7 +244,8 @@ def report(result: dict[str, Any]) -> str:
     lines += [
         "",
         f"deployments committing: {len(firsts)}/{len(result['deployments'])}, the last "
-        f"{_num(max(firsts, default=None))} s after the first launch (target <= 180)",
+        f"{_num(max(firsts, default=None))} s after the first launch (target <= 180); the "
+        f"{len(result['deployments'])} launches took {_num(result.get('launch_s'))} s",
         f"one more deployment: first commit in {_num(result.get('one_more_first_commit_s'))} s "
         "(target <= 15)",
         f"start-up quality suites done {_num(result.get('suites_done_s'))} s after the first "
