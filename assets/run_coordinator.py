@@ -7,8 +7,8 @@ promotions, quality suites, retiring) belong in that queue, a few at a time
 (``platform/dagster.yaml``). A deployment's run does not: it lasts as long as its query, holds no
 slot of the batch limit, and queued behind the quality suites of a platform's start it waited
 most of a minute. :class:`KappaRunCoordinator` is Dagster's queued coordinator that launches a
-deployment's run when it is submitted (``kappa deploy``, the UI, a sensor or a run retry), which
-returns once its query runs in the engine (``assets.run_launcher``).
+deployment's run when it is submitted (``kappa deploy``, the UI, a sensor or a run retry); the
+launch itself returns at once (``assets.run_launcher``).
 """
 
 from __future__ import annotations

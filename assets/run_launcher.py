@@ -8,10 +8,11 @@ Dagster run stays the deployment's handle: terminating a run whose step has not 
 stops the deployment here, and a deployment no step takes over stops by itself
 (``streaming.engine.hosted``).
 
-A deployment's launch returns once the engine has answered: the run's process, which only relays
-the deployment's reports, starts in the background, so a burst of launches (the whole demo at
-once, or the next ``kappa up`` resuming it) waits for the engine, not for a dozen interpreters
-to load the code location. A process that fails to start fails its run, as a failed launch does.
+A deployment's launch returns at once: the early start and then the run's process, which only
+relays the deployment's reports, follow in the background, so a burst of launches (the whole
+demo at once, or the next ``kappa up`` resuming it) waits neither for the engine's answers nor
+for a dozen interpreters to load the code location. A process that fails to start fails its
+run, as a failed launch does.
 
 The early start is an optimisation only: when there is no engine, or it refuses, the launch goes
 on as without it and the step starts the deployment (with the error a user should see).
@@ -25,7 +26,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from dagster import DagsterInstance, DagsterRun, DefaultRunLauncher
+from dagster import DagsterInstance, DagsterRun, DagsterRunStatus, DefaultRunLauncher
 from dagster._core.events import EngineEventData
 from dagster._core.launcher.base import LaunchRunContext
 from dagster._utils.error import serializable_error_info_from_exc_info
@@ -107,25 +108,28 @@ def deployed_pipeline(run: DagsterRun) -> str | None:
 
 
 class KappaRunLauncher(DefaultRunLauncher):
-    """Dagster's default run launcher, starting a deployment's query as its run launches and
-    its run's process in the background."""
+    """Dagster's default run launcher that launches a deployment's run in the background: its
+    query in the engine first, then the run's process."""
 
     def launch_run(self, context: LaunchRunContext) -> None:
         if deployed_pipeline(context.dagster_run) is None:  # a batch run: launched as Dagster does
             super().launch_run(context)
             return
-        start_early(self._instance, context.dagster_run)
         threading.Thread(
-            target=self._start_process,
+            target=self._launch_deployment,
             args=(context,),
             name=f"kappa-launch-{context.dagster_run.run_id}",
             daemon=True,
         ).start()
 
-    def _start_process(self, context: LaunchRunContext) -> None:
-        """Start the run's process; a failure fails the run, as ``DagsterInstance.launch_run``
-        does with a launch that raises."""
+    def _launch_deployment(self, context: LaunchRunContext) -> None:
+        """Start the deployment in the engine, then the run's process; a failure to start the
+        process fails the run, as ``DagsterInstance.launch_run`` does with a launch that
+        raises."""
         run = context.dagster_run
+        start_early(self._instance, run)
+        if self._terminated(run):
+            return
         try:
             super().launch_run(context)
         except Exception:
@@ -137,6 +141,19 @@ class KappaRunLauncher(DefaultRunLauncher):
             deployment = _launched(run)
             if deployment is not None:
                 stop_untaken(deployment, run.run_id)
+
+    def _terminated(self, run: DagsterRun) -> bool:
+        """Whether ``run`` was terminated while its deployment started (before its process
+        existed, so no one else ends it): then the deployment is stopped and the run canceled."""
+        now = self._instance.get_run_by_id(run.run_id)
+        if now is not None and now.status == DagsterRunStatus.STARTING:
+            return False
+        deployment = _launched(run)
+        if deployment is not None:
+            stop_untaken(deployment, run.run_id)
+        if now is not None and not now.is_finished:
+            self._instance.report_run_canceled(now)
+        return True
 
     def terminate(self, run_id: str) -> bool:
         try:
