@@ -1,5 +1,5 @@
 # The README's two commands: `make run` (the platform) and `make test` (the test suite).
-.PHONY: run test lint bench bench-sink bench-operators bench-source bench-peers bench-platform faults env
+.PHONY: run test lint bench bench-sink bench-operators bench-source bench-peers bench-platform bench-capacity faults env
 
 env:
 	@bash scripts/bootstrap.sh
@@ -55,3 +55,8 @@ bench-peers: env
 # first commit, lag, load, memory, Ctrl-C and the next start's resume.
 bench-platform: env
 	.venv/bin/python -m bench.platform_load $(ARGS)
+
+# How many deployments one engine carries by its number of executors (bench/engine_capacity.py):
+# the engine alone on a standalone cluster of 1 and 2 one-core workers, deployments added in steps.
+bench-capacity: env
+	.venv/bin/python -m bench.engine_capacity $(ARGS)

@@ -56,6 +56,10 @@ log = logging.getLogger(__name__)
 CLAIM_WITHIN_S = 180.0
 # An engine that does not answer this fast is left to the step.
 ENGINE_CALL_S = 5.0
+# Run processes loading the code location at once, per launching process (Dagster's queue
+# launched 4 at a time): the whole demo's 18 at once took the CPU from the engine's first batches
+# and from the launches still to come, whose queries do not wait for these processes.
+_PROCESS_STARTS = threading.BoundedSemaphore(4)
 
 
 @dataclass(frozen=True)
@@ -131,7 +135,8 @@ class KappaRunLauncher(DefaultRunLauncher):
         if self._terminated(run):
             return
         try:
-            super().launch_run(context)
+            with _PROCESS_STARTS:
+                super().launch_run(context)
         except Exception:
             error = serializable_error_info_from_exc_info(sys.exc_info())
             self._instance.report_engine_event(
