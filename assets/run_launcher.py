@@ -132,20 +132,20 @@ class KappaRunLauncher(DefaultRunLauncher):
         raises."""
         run = context.dagster_run
         start_early(self._instance, run)
-        if self._terminated(run):
-            return
-        try:
-            with _PROCESS_STARTS:
+        with _PROCESS_STARTS:
+            if self._terminated(run):  # while it started, or while it waited for its turn
+                return
+            try:
                 super().launch_run(context)
-        except Exception:
-            error = serializable_error_info_from_exc_info(sys.exc_info())
-            self._instance.report_engine_event(
-                error.message, run, EngineEventData.engine_error(error)
-            )
-            self._instance.report_run_failed(run)
-            deployment = _launched(run)
-            if deployment is not None:
-                stop_untaken(deployment, run.run_id)
+            except Exception:
+                error = serializable_error_info_from_exc_info(sys.exc_info())
+                self._instance.report_engine_event(
+                    error.message, run, EngineEventData.engine_error(error)
+                )
+                self._instance.report_run_failed(run)
+                deployment = _launched(run)
+                if deployment is not None:
+                    stop_untaken(deployment, run.run_id)
 
     def _terminated(self, run: DagsterRun) -> bool:
         """Whether ``run`` was terminated while its deployment started (before its process

@@ -1,15 +1,20 @@
 """Which deployment a launched run starts in the engine ahead of its step (``assets.run_launcher``):
 a deploy job's run and an asset page's run of one table are read as their step reads them; any
-other run, or one whose config the step will refuse, starts nothing early."""
+other run, or one whose config the step will refuse, starts nothing early. A deployment's launch
+goes on in the background and ends its run when nothing else will: canceled when it was
+terminated meanwhile, failed when its process cannot start (on a real Dagster instance)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from dagster import AssetKey, DagsterRun
+from dagster import AssetKey, DagsterRun, DagsterRunStatus
+from dagster._core.launcher.base import LaunchRunContext
+from dagster._core.test_utils import create_run_for_test, instance_for_test
 
 from assets.run_launcher import RunDeployment
+from streaming.wait import wait_until
 
 
 def _run(tmp_path: Path, tags: dict[str, str], config: dict[str, Any] | None = None, **more: Any):  # type: ignore[no-untyped-def]
@@ -51,3 +56,24 @@ def test_other_runs_and_refused_configs_start_nothing_early(tmp_path):  # type: 
         is None
     )
     assert RunDeployment.of(_run(tmp_path, DEPLOY, {"trigger_interval_s": 1})) is None
+
+
+def _launched_status(status: DagsterRunStatus) -> DagsterRunStatus:
+    """Launch a deployment's run found in ``status`` with the platform's launcher (no engine,
+    no code location), and return the status it settles in."""
+    overrides = {"run_launcher": {"module": "assets.run_launcher", "class": "KappaRunLauncher"}}
+    tags = {"kappa/kind": "deployment", "kappa/pipeline": "customers"}
+    with instance_for_test(overrides=overrides) as instance:
+        run = create_run_for_test(instance, job_name="deploy_customers", tags=tags, status=status)
+        instance.run_launcher.launch_run(LaunchRunContext(dagster_run=run, workspace=None))
+        settled = lambda: instance.get_run_by_id(run.run_id).status != status  # noqa: E731
+        assert wait_until(settled, 30), f"the run stayed {status}"
+        return instance.get_run_by_id(run.run_id).status  # type: ignore[union-attr]
+
+
+def test_a_run_terminated_while_its_deployment_started_is_canceled_without_a_process():  # type: ignore[no-untyped-def]
+    assert _launched_status(DagsterRunStatus.CANCELING) == DagsterRunStatus.CANCELED
+
+
+def test_a_run_whose_process_cannot_start_fails():  # type: ignore[no-untyped-def]
+    assert _launched_status(DagsterRunStatus.STARTING) == DagsterRunStatus.FAILURE
