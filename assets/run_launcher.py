@@ -131,9 +131,16 @@ class KappaRunLauncher(DefaultRunLauncher):
         process fails the run, as ``DagsterInstance.launch_run`` does with a launch that
         raises."""
         run = context.dagster_run
-        start_early(self._instance, run)
+        deployment = _launched(run)
+        start_early(self._instance, run, deployment)
         with _PROCESS_STARTS:
-            if self._terminated(run):  # while it started, or while it waited for its turn
+            # Terminated while its deployment started, or while it waited for its turn: no
+            # process of the run will end it, so it ends here.
+            now = self._instance.get_run_by_id(run.run_id)
+            if now is None or now.status != DagsterRunStatus.STARTING:
+                stop_untaken(deployment, run.run_id)
+                if now is not None and not now.is_finished:
+                    self._instance.report_run_canceled(now)
                 return
             try:
                 super().launch_run(context)
@@ -143,31 +150,14 @@ class KappaRunLauncher(DefaultRunLauncher):
                     error.message, run, EngineEventData.engine_error(error)
                 )
                 self._instance.report_run_failed(run)
-                deployment = _launched(run)
-                if deployment is not None:
-                    stop_untaken(deployment, run.run_id)
-
-    def _terminated(self, run: DagsterRun) -> bool:
-        """Whether ``run`` was terminated while its deployment started (before its process
-        existed, so no one else ends it): then the deployment is stopped and the run canceled."""
-        now = self._instance.get_run_by_id(run.run_id)
-        if now is not None and now.status == DagsterRunStatus.STARTING:
-            return False
-        deployment = _launched(run)
-        if deployment is not None:
-            stop_untaken(deployment, run.run_id)
-        if now is not None and not now.is_finished:
-            self._instance.report_run_canceled(now)
-        return True
+                stop_untaken(deployment, run.run_id)
 
     def terminate(self, run_id: str) -> bool:
         try:
             return super().terminate(run_id)
         finally:
             run = self._instance.get_run_by_id(run_id) if self.has_instance else None
-            deployment = None if run is None else _launched(run)
-            if deployment is not None:
-                stop_untaken(deployment, run_id)
+            stop_untaken(None if run is None else _launched(run), run_id)
 
 
 def _launched(run: DagsterRun) -> RunDeployment | None:
@@ -178,9 +168,11 @@ def _launched(run: DagsterRun) -> RunDeployment | None:
         return None
 
 
-def start_early(instance: DagsterInstance, run: DagsterRun) -> None:
-    """Start the deployment ``run`` launches in the engine, for its step to take over."""
-    deployment = _launched(run)
+def start_early(
+    instance: DagsterInstance, run: DagsterRun, deployment: RunDeployment | None
+) -> None:
+    """Start ``deployment``, which ``run`` launches (None: none to start early), in the engine,
+    for the run's step to take over."""
     if deployment is None:
         return
     try:
@@ -201,9 +193,11 @@ def start_early(instance: DagsterInstance, run: DagsterRun) -> None:
     )
 
 
-def stop_untaken(deployment: RunDeployment, run_id: str) -> None:
+def stop_untaken(deployment: RunDeployment | None, run_id: str) -> None:
     """Stop the deployment this run's launch started if no step of the run has taken it over
-    (a step stops its own when its run is terminated)."""
+    (a step stops its own when its run is terminated); None: the run started none."""
+    if deployment is None:
+        return
     client = deployment.engine()
     try:
         view = client.deployment(deployment.id)

@@ -29,7 +29,7 @@ from typing import Any
 
 import psutil
 
-from bench.platform_load import EXTRA, Platform, wait_first_commits
+from bench.platform_load import EXTRA, Platform, bench_settings, wait_first_commits
 from bench.table_freshness import summary
 from kappa.broker import EmbeddedBroker
 from kappa.cluster import SparkCluster
@@ -39,27 +39,18 @@ from streaming.engine.client import ensure_engine, stop_engine
 from streaming.kafka.admin import ensure_topics
 from streaming.processes import ManagedProcess
 from streaming.run.options import LaunchOptions
-from streaming.settings import REPO_ROOT, Settings, load_settings
+from streaming.settings import REPO_ROOT, Settings
 
 
 def capacity_settings(home: Path, executors: int) -> Settings:
-    """The platform's settings on a private home and free ports, the engine on a standalone
-    cluster of ``executors`` workers of one core."""
-    ports = {
-        "broker.port": free_port(),
-        "broker.controller_port": free_port(),
-        "cluster.port": free_port(),
-        "cluster.ui_port": free_port(),
-    }
-    overrides: dict[str, Any] = {
-        "home": str(home),
-        **ports,
-        "kafka.bootstrap_servers": "",
-        "cluster.workers": executors,
-        "cluster.worker_cores": 1,
-    }
-    cluster = load_settings(env={}, overrides=overrides).cluster
-    return load_settings(env={}, overrides={**overrides, "spark.master": cluster.master_url})
+    """The bench's settings, the engine on a standalone cluster of ``executors`` workers of one
+    core."""
+    port = free_port()
+    cluster = {"cluster.port": port, "cluster.ui_port": free_port(), "cluster.workers": executors}
+    settings = bench_settings(home, **cluster, **{"cluster.worker_cores": 1})
+    return settings.model_copy(
+        update={"spark": settings.spark.model_copy(update={"master": settings.cluster.master_url})}
+    )
 
 
 def _executor_cpu() -> float:

@@ -45,8 +45,9 @@ EXTRA = ("transactions_enriched", "v2")  # the side-by-side version of the issue
 ONE_MORE = ("customers", "v2")  # launched into the running engine once all others commit
 
 
-def bench_settings(home: Path) -> Settings:
-    """The platform's own settings (kappa.yaml), on a private home and free ports."""
+def bench_settings(home: Path, **more: Any) -> Settings:
+    """The platform's own settings (kappa.yaml), on a private home and free ports; ``more``:
+    further overrides."""
     return load_settings(
         env={},
         overrides={
@@ -55,6 +56,7 @@ def bench_settings(home: Path) -> Settings:
             "broker.controller_port": free_port(),
             "dagster.port": free_port(),
             "kafka.bootstrap_servers": "",  # the embedded broker's address
+            **more,
         },
     )
 
