@@ -135,12 +135,15 @@ class DagsterApi:
                 self.query(_TERMINATE, {"runIds": ready, "policy": "SAFE_TERMINATE"})
             pending = [i for i in pending if i in starting]
             if pending and time.monotonic() >= deadline:
-                self.query(
-                    _TERMINATE, {"runIds": pending, "policy": "MARK_AS_CANCELED_IMMEDIATELY"}
-                )
+                self.mark_canceled(pending)
                 return
             if pending:
                 time.sleep(0.5)
+
+    def mark_canceled(self, run_ids: list[str]) -> None:
+        """Mark the runs CANCELED without reaching their processes (which are gone, or are
+        about to be)."""
+        self.query(_TERMINATE, {"runIds": run_ids, "policy": "MARK_AS_CANCELED_IMMEDIATELY"})
 
     def active_runs(self) -> list[RunInfo]:
         return self.runs(ACTIVE_STATUSES)

@@ -198,6 +198,16 @@ def _terminate_runs(settings: Settings, timeout_s: float = 40.0) -> None:
     try:
         active = api.active_runs()
         api.terminate([r.run_id for r in active], starting_wait_s=20.0)
-        wait_until(lambda: not api.active_runs(), timeout_s=timeout_s, interval_s=0.5)
+        if wait_until(lambda: not api.active_runs(), timeout_s=timeout_s, interval_s=0.5):
+            return
+        # A step still waiting for its deployment's batch boundary: the engine's shutdown, next,
+        # stops the deployment at one, and the run's process goes with the process tree.
+        late = [r.run_id for r in api.active_runs()]
+        api.mark_canceled(late)
+        print(
+            f"{len(late)} run(s) had not ended {timeout_s:.0f} s after their termination; "
+            "marked canceled, their deployments stop with the engine",
+            file=sys.stderr,
+        )
     except Exception as exc:  # Dagster may already be down; the process tree is killed anyway
         print(f"could not terminate runs through Dagster: {exc}", file=sys.stderr)

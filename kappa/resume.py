@@ -53,12 +53,6 @@ query Active($filter: RunsFilter) {
 }
 """
 
-_MARK_CANCELED = """
-mutation MarkCanceled($runIds: [String!]!) {
-  terminateRuns(runIds: $runIds, terminatePolicy: MARK_AS_CANCELED_IMMEDIATELY) { __typename }
-}
-"""
-
 
 @dataclass(frozen=True)
 class RunningDeployment:
@@ -126,7 +120,7 @@ def mark_orphans_canceled(api: DagsterApi, started_before: float) -> list[str]:
     """Runs still marked active that began before this platform start have no process left."""
     orphans = [r["runId"] for r in _active_runs(api) if (r["startTime"] or 0) < started_before]
     if orphans:
-        api.query(_MARK_CANCELED, {"runIds": orphans})
+        api.mark_canceled(orphans)
     return orphans
 
 
