@@ -188,11 +188,15 @@ def _note(run: RunInfo, deployment: str, engine: dict[str, dict[str, Any]] | Non
     """Why an active run's deployment has not reported running (yet)."""
     if run.status == "QUEUED":
         return "queued by Dagster: waiting for the daemon to launch its run"
+    hosted = None if engine is None else engine.get(deployment)
     if run.status != "STARTED":
-        return ""
+        # The launch starts the deployment in the engine before the run's process has loaded
+        # the code location, and that process's step takes it over.
+        if hosted is not None and hosted["state"] == "running":
+            return "running in the engine; its run's process is starting and takes it over"
+        return "its run's process is starting (loading the code location)"
     if engine is None:
         return "waiting for the engine (not answering; its run starts it, as kappa up does)"
-    hosted = engine.get(deployment)
     if hosted is None:
         return "not in the engine yet (or in an application of its own)"
     if hosted["state"] == "starting":

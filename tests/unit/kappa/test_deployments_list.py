@@ -9,7 +9,10 @@ from typing import Any
 
 import pytest
 
+from bench.support.settings import private_settings
 from kappa.cli import main
+from kappa.dagster_api import DagsterApi
+from kappa.deployments import deployment_statuses
 from tests.support.graphql_stand_in import GraphQLStandIn, serving
 
 
@@ -149,3 +152,36 @@ def test_one_row_per_running_version_with_role_and_progress(
             "run-v2",
         ],
     ]
+
+
+class _Starting(GraphQLStandIn):
+    """A deploy run whose process is loading: STARTING, with no report of its own yet."""
+
+    def do_POST(self) -> None:
+        query = json.loads(self.query_text())["query"]
+        if "runsOrError" in query:
+            run = {**_run("run-v3", "deploy_customers", {"dagster/partition": "v3"}, [])}
+            run["status"] = "STARTING"
+            data: dict[str, Any] = {"runsOrError": {"__typename": "Runs", "results": [run]}}
+        else:
+            data = {"assetOrError": {"__typename": "AssetNotFoundError"}}
+        self.answer(data)
+
+
+@pytest.mark.parametrize(
+    ("engine", "note"),
+    [
+        (
+            {"customers__v3": {"state": "running"}},
+            "running in the engine; its run's process is starting and takes it over",
+        ),
+        (None, "its run's process is starting (loading the code location)"),
+    ],
+)
+def test_a_starting_run_says_what_it_waits_for(engine, note, tmp_path):
+    with serving(_Starting) as port:
+        settings = private_settings(tmp_path / "home")
+        dagster = settings.dagster.model_copy(update={"port": port})
+        api = DagsterApi(settings.model_copy(update={"dagster": dagster}))
+        [status] = deployment_statuses(api, ["customers"], engine)
+    assert (status.version, status.status, status.note) == ("v3", "starting", note)
