@@ -148,8 +148,9 @@ class DagsterApi:
     def active_runs(self) -> list[RunInfo]:
         return self.runs(ACTIVE_STATUSES)
 
-    def add_partition(self, partitions: str, key: str) -> None:
-        """Add ``key`` to the dynamic partitions ``partitions`` (a no-op when it exists)."""
+    def add_partition(self, partitions: str, key: str) -> tuple[str, str]:
+        """Add ``key`` to the dynamic partitions ``partitions`` (a no-op when it exists); returns
+        the code location and repository it was added in, for a launch to name them."""
         nodes = self.query(_REPOSITORY)["repositoriesOrError"].get("nodes") or []
         if not nodes:
             msg = f"the Dagster at {self.url} serves no code location"
@@ -168,3 +169,4 @@ class DagsterApi:
                 f"Dagster could not add partition {key!r} to {partitions}: {result.get('message')}"
             )
             raise DagsterApiError(msg)
+        return repo["repositoryLocationName"], repo["repositoryName"]

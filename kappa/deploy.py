@@ -47,10 +47,16 @@ def launch(
     from dagster_graphql import DagsterGraphQLClient, DagsterGraphQLClientError
 
     try:
-        DagsterApi(settings).add_partition(versions_partitions_name(pipeline), version)
+        partitions = versions_partitions_name(pipeline)
+        location, repository = DagsterApi(settings).add_partition(partitions, version)
         client = DagsterGraphQLClient(settings.dagster.host, port_number=settings.dagster.port)
+        # Naming the repository spares the client its own lookup of the job's repository.
         return client.submit_job_execution(
-            deploy_job_name(pipeline), run_config=config, tags={**tags, PARTITION_TAG: version}
+            deploy_job_name(pipeline),
+            repository_location_name=location,
+            repository_name=repository,
+            run_config=config,
+            tags={**tags, PARTITION_TAG: version},
         )
     except DagsterGraphQLClientError as exc:
         msg = f"Dagster refused to launch {deploy_job_name(pipeline)}: {exc}"
