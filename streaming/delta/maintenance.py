@@ -106,6 +106,12 @@ class Maintenance:
     def cleanup_now(self, now: float | None = None) -> list[str]:
         return remove_unreferenced(self.table, self.policy.retention_s, self._keep, now)
 
+    def drain(self, timeout_s: float) -> None:
+        """Wait for the work scheduled so far (one worker runs it in order); a prepared
+        compaction is then published by the next commit."""
+        if self._worker is not None:
+            self._worker.submit(lambda: None).result(timeout=timeout_s)
+
     def close(self) -> None:
         if self._worker is not None:
             self._worker.shutdown(wait=True, cancel_futures=True)
