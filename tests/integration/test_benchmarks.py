@@ -17,7 +17,7 @@ import pytest
 from bench import compare_bench
 from streaming.settings import REPO_ROOT
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow(seconds=105)]
+pytestmark = [pytest.mark.integration, pytest.mark.slow(seconds=125)]
 
 
 def _bench(module: str, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
@@ -48,6 +48,13 @@ def test_the_state_store_benchmark_runs() -> None:
     ran = _bench("bench.state_store_bench", "--rows", "2000", "--batches", "2", "--batch", "100")
     assert ran.returncode == 0, ran.stderr[-3000:]
     assert any(line.split()[:1] == ["2,000"] for line in ran.stdout.splitlines()), ran.stdout
+
+
+def test_the_worker_daemon_benchmark_runs_both_daemons() -> None:
+    ran = _bench("bench.worker_daemon_bench", "--jobs", "5", "--repeat", "1")
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    ratios = [line for line in ran.stdout.splitlines() if line.endswith("x)")]
+    assert [line.split(":")[0] for line in ratios] == ["job_ms", "cpu_ms_per_job"], ran.stdout
 
 
 def test_the_comparison_benchmark_runs_in_a_platform_session(spark, capsys) -> None:
