@@ -23,9 +23,10 @@ import tempfile
 import time
 from pathlib import Path
 
+import psutil
+
 BASELINE = "pyspark.daemon"
 PLATFORM = "streaming.spark.worker_daemon"
-TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -45,21 +46,21 @@ def task(rows):  # type: ignore[no-untyped-def]
     import streaming.run.partition_task  # noqa: F401
 
     values = list(rows)
-    table = pa.table({"key": [str(v) for v in values], "value": values})
-    garbage = [{"key": str(i), "value": [i, i + 1]} for i in range(2_000)]
-    yield (os.getpid(), os.getppid(), table.num_rows + len(garbage) * 0)
+    _table = pa.table({"key": [str(v) for v in values], "value": values})
+    _garbage = [{"key": str(i), "value": [i, i + 1]} for i in range(2_000)]
+    yield os.getpid(), os.getppid()
 
 
 def cpu_seconds(pids: set[int]) -> float:
     """User and system CPU of the live processes among ``pids``."""
-    total = 0
+    total = 0.0
     for pid in pids:
         try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except FileNotFoundError:
+            times = psutil.Process(pid).cpu_times()
+        except psutil.NoSuchProcess:
             continue
-        total += int(fields[11]) + int(fields[12])
-    return total / TICKS
+        total += times.user + times.system
+    return total
 
 
 def run_one(daemon: str, jobs: int) -> dict[str, float]:
@@ -67,28 +68,28 @@ def run_one(daemon: str, jobs: int) -> dict[str, float]:
     from bench.support.settings import private_settings
     from streaming.spark.session import build_spark_session
 
-    home = Path(tempfile.mkdtemp(prefix="kappa-daemon-")) / "home"
-    settings = private_settings(
-        home, full_jit=True, **{"spark.conf.spark.python.daemon.module": daemon}
-    )
-    session = build_spark_session(settings, app_name="daemon-bench")
-    context = session.sparkContext
+    with tempfile.TemporaryDirectory(prefix="kappa-daemon-") as home:
+        settings = private_settings(
+            Path(home) / "home", full_jit=True, **{"spark.conf.spark.python.daemon.module": daemon}
+        )
+        session = build_spark_session(settings, app_name="daemon-bench")
+        context = session.sparkContext
 
-    def one_job() -> set[int]:
-        out = context.parallelize(range(200), 2).mapPartitions(task).collect()
-        return {pid for pid, _, _ in out} | {parent for _, parent, _ in out}
+        def one_job() -> set[int]:
+            out = context.parallelize(range(200), 2).mapPartitions(task).collect()
+            return {pid for pair in out for pid in pair}
 
-    pids: set[int] = set()
-    for _ in range(20):
-        pids |= one_job()
-    before = cpu_seconds(pids)
-    walls = []
-    for _ in range(jobs):
-        started = time.perf_counter()
-        pids |= one_job()
-        walls.append(time.perf_counter() - started)
-    spent = cpu_seconds(pids) - before
-    session.stop()
+        pids: set[int] = set()
+        for _ in range(20):
+            pids |= one_job()
+        before = cpu_seconds(pids)
+        walls = []
+        for _ in range(jobs):
+            started = time.perf_counter()
+            pids |= one_job()
+            walls.append(time.perf_counter() - started)
+        spent = cpu_seconds(pids) - before
+        session.stop()
     return {"job_ms": statistics.median(walls) * 1000, "cpu_ms_per_job": spent / jobs * 1000}
 
 

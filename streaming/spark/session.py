@@ -27,11 +27,6 @@ REQUIRED_CONF = {
 
 JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 
-# Spark forks its Python workers from this daemon: the platform's task code loaded and its objects
-# out of the garbage collector's reach (see worker_daemon.py). A default: the settings may name
-# another module, or Spark's own (``pyspark.daemon``).
-DEFAULT_CONF = {"spark.python.daemon.module": "streaming.spark.worker_daemon"}
-
 # Gives a SparkSession when called: the platform's own, or one a Dagster resource holds.
 SparkProvider = Callable[[], SparkSession]
 WORKER_WRAPPER = Path(__file__).with_name("worker_python.sh")
@@ -43,7 +38,7 @@ def session_conf(settings: Settings, app_name: str = "kappa", archive: bool = Tr
     archive of ``streaming.spark.jvm_archive`` if one was built."""
     spark = settings.spark
     conf = {"spark.master": spark.master, "spark.app.name": app_name, "spark.log.level": "ERROR"}
-    conf.update({**DEFAULT_CONF, **spark.conf, **REQUIRED_CONF})
+    conf.update({**spark.conf, **REQUIRED_CONF})
     if archive:
         options = java_options(spark, settings.cache_dir)
         extra = " ".join(filter(None, [conf.get(JAVA_OPTIONS, ""), options]))

@@ -10,7 +10,7 @@ the workers start with that code loaded, and they share its memory pages with th
 of copying the ones a collection would have written to.
 
 Spark runs it as ``python -m streaming.spark.worker_daemon <worker module>`` when
-``spark.python.daemon.module`` names it (``streaming.spark.session``).
+``spark.python.daemon.module`` names it, as ``platform/kappa.yaml`` does.
 """
 
 from __future__ import annotations

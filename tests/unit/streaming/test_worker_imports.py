@@ -12,14 +12,11 @@ import subprocess
 import sys
 
 from streaming.settings import REPO_ROOT
+from streaming.spark.worker_daemon import TASK_MODULES
 
-WORKER_MODULES = (
-    "streaming.kafka.reader",
-    "streaming.kafka.decode",
-    "streaming.run.executor_writes",
-    "streaming.run.partition_task",
-    "streaming.run.publisher_host",
-)
+# What every worker has loaded: the modules its daemon (``streaming.spark.worker_daemon``)
+# imports before forking it.
+WORKER_MODULES = TASK_MODULES
 HEAVY = ("pandas", "pyarrow.dataset", "pydantic", "great_expectations", "dagster", "deltalake")
 
 
