@@ -5,6 +5,10 @@ then reads its reports every second and relays them. Terminating the run stops t
 at a micro-batch boundary. If the engine dies, the step starts it again (or waits for the one
 ``kappa up`` starts) and starts the deployment again under the same run, so it resumes from its
 checkpoint without anyone acting; an engine that stays away fails the step, which is retried.
+
+The step also watches its run's status: a run the run host executes (``assets.run_host``) is a
+thread, which no termination signal reaches, so a run marked canceling ends at the next poll as
+an interrupted one would.
 """
 
 from __future__ import annotations
@@ -13,7 +17,13 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from dagster import AssetExecutionContext, Failure, MaterializeResult
+from dagster import (
+    AssetExecutionContext,
+    DagsterExecutionInterruptedError,
+    DagsterRunStatus,
+    Failure,
+    MaterializeResult,
+)
 
 from assets.outcome import end_without_materializing, raise_for_exit, report_state
 from assets.relay import DeploymentRelay
@@ -34,6 +44,16 @@ POLL_S = 1.0
 STOP_WAIT_S = 60.0
 # How long a step waits for an engine that died to come back before it fails (and is retried).
 ENGINE_BACK_S = 180.0
+
+
+TERMINATED = (DagsterRunStatus.CANCELING, DagsterRunStatus.CANCELED)
+
+
+def raise_if_terminated(context: AssetExecutionContext) -> None:
+    """Raise the interrupt a terminated run's process gets, for a run that gets no signal."""
+    run = context.instance.get_run_by_id(context.run_id)
+    if run is not None and run.status in TERMINATED:
+        raise DagsterExecutionInterruptedError(f"run {context.run_id} was terminated")
 
 
 class _Watch:
@@ -98,6 +118,7 @@ class _Watch:
             except EngineUnavailableError:
                 if time.monotonic() > deadline:
                     raise
+                raise_if_terminated(self.context)
                 time.sleep(POLL_S)
 
     @property
@@ -141,6 +162,7 @@ def run_in_engine(
             watch.poll()
             yield from relay.drain(watch.take())
             if not watch.ended:
+                raise_if_terminated(context)
                 time.sleep(POLL_S)
     finally:
         # The run's termination arrives as DagsterExecutionInterruptedError here, or as this

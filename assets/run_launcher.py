@@ -8,11 +8,17 @@ Dagster run stays the deployment's handle: terminating a run whose step has not 
 stops the deployment here, and a deployment no step takes over stops by itself
 (``streaming.engine.hosted``).
 
-A deployment's launch returns at once: the early start and then the run's process, which only
+A deployment's launch returns at once: the early start and then the run's worker, which only
 relays the deployment's reports, follow in the background, so a burst of launches (the whole
 demo at once, or the next ``kappa up`` resuming it) waits neither for the engine's answers nor
-for a dozen interpreters to load the code location. A process that fails to start fails its
-run, as a failed launch does.
+for a dozen interpreters to load the code location. The worker is a thread of the run host
+(``assets.run_host``, ``dagster.run_host``), or else a process of its own, as Dagster's default
+launcher starts; one that fails to start fails its run, as a failed launch does.
+
+A hosted run's health is the host's answer (Dagster's run monitoring asks every few seconds): a
+host that died, or that no longer executes the run, has it resumed in a new host, where its
+step takes the deployment over again. A run in a process of its own is not checked, as with
+Dagster's default launcher.
 
 The early start is an optimisation only: when there is no engine, or it refuses, the launch goes
 on as without it and the step starts the deployment (with the error a user should see).
@@ -28,22 +34,36 @@ from typing import Any
 
 from dagster import DagsterInstance, DagsterRun, DagsterRunStatus, DefaultRunLauncher
 from dagster._core.events import EngineEventData
-from dagster._core.launcher.base import LaunchRunContext
+from dagster._core.launcher.base import (
+    CheckRunHealthResult,
+    LaunchRunContext,
+    ResumeRunContext,
+    WorkerStatus,
+)
 from dagster._utils.error import serializable_error_info_from_exc_info
 from pydantic import ValidationError
 
 from assets.launcher import in_own_application
 from assets.resources import KappaSettings
+from assets.run_host.client import (
+    HostAddress,
+    RunHostClient,
+    RunHostUnavailableError,
+    ensure_host,
+)
 from streaming.dagster_names import (
     DEPLOYMENT_KIND,
     KIND_TAG,
     PARTITION_TAG,
     PIPELINE_TAG,
+    RUN_HOST_TAG,
     TABLES,
 )
 from streaming.deployment import deployment_id
+from streaming.engine.address import read_address
 from streaming.engine.client import EngineClient
 from streaming.errors import KappaError
+from streaming.processes import pid_alive
 from streaming.run.options import LaunchOptions
 from streaming.settings import Settings
 
@@ -127,20 +147,19 @@ class KappaRunLauncher(DefaultRunLauncher):
         ).start()
 
     def _launch_deployment(self, context: LaunchRunContext) -> None:
-        """Start the deployment in the engine, then the run's process; a failure to start the
-        process fails the run, as ``DagsterInstance.launch_run`` does with a launch that
-        raises."""
+        """Start the deployment in the engine, then the run's worker: a thread of the run host,
+        or a process of its own; a failure to start the process fails the run, as
+        ``DagsterInstance.launch_run`` does with a launch that raises."""
         run = context.dagster_run
         deployment = _launched(run)
         start_early(self._instance, run, deployment)
+        if deployment is not None and deployment.settings.dagster.run_host:
+            if not self._still_starting(run, deployment):
+                return
+            if self._start_in_host(run, deployment):
+                return
         with _PROCESS_STARTS:
-            # Terminated while its deployment started, or while it waited for its turn: no
-            # process of the run will end it, so it ends here.
-            now = self._instance.get_run_by_id(run.run_id)
-            if now is None or now.status != DagsterRunStatus.STARTING:
-                stop_untaken(deployment, run.run_id)
-                if now is not None and not now.is_finished:
-                    self._instance.report_run_canceled(now)
+            if not self._still_starting(run, deployment):
                 return
             try:
                 super().launch_run(context)
@@ -152,11 +171,75 @@ class KappaRunLauncher(DefaultRunLauncher):
                 self._instance.report_run_failed(run)
                 stop_untaken(deployment, run.run_id)
 
+    def _still_starting(self, run: DagsterRun, deployment: RunDeployment | None) -> bool:
+        """Whether ``run`` still waits for its worker. Terminated while its deployment started,
+        or while it waited for its turn: no worker of the run will end it, so it ends here."""
+        now = self._instance.get_run_by_id(run.run_id)
+        if now is not None and now.status == DagsterRunStatus.STARTING:
+            return True
+        stop_untaken(deployment, run.run_id)
+        if now is not None and not now.is_finished:
+            self._instance.report_run_canceled(now)
+        return False
+
+    def _start_in_host(
+        self, run: DagsterRun, deployment: RunDeployment, resume: bool = False
+    ) -> bool:
+        """Hand ``run`` to the run host; False (said on the run) if no host could take it."""
+        try:
+            client = ensure_host(deployment.settings.home)
+            client.start(run.run_id, resume=resume)
+            pid = client.address().pid
+        except RunHostUnavailableError as exc:
+            self._instance.report_engine_event(
+                f"{exc}; the run gets a process of its own", run, cls=KappaRunLauncher
+            )
+            return False
+        self._instance.add_run_tags(run.run_id, {RUN_HOST_TAG: str(pid)})
+        return True
+
+    @property
+    def supports_check_run_worker_health(self) -> bool:
+        return True
+
+    def check_run_worker_health(self, run: DagsterRun) -> CheckRunHealthResult:
+        deployment = _launched(run) if RUN_HOST_TAG in run.tags else None
+        if deployment is None:  # a process of its own: not checked, as by the default launcher
+            return CheckRunHealthResult(WorkerStatus.RUNNING, "a process of its own, not checked")
+        home = deployment.settings.home
+        try:
+            pid, runs = RunHostClient(home, timeout_s=ENGINE_CALL_S).runs()
+        except RunHostUnavailableError as exc:
+            address = read_address(home.run_host_address, HostAddress)
+            if address is not None and pid_alive(address.pid):  # busy, not gone
+                return CheckRunHealthResult(WorkerStatus.RUNNING, f"not answering: {exc}")
+            return CheckRunHealthResult(WorkerStatus.FAILED, f"no run host: {exc}")
+        if run.run_id in runs:
+            return CheckRunHealthResult(WorkerStatus.RUNNING)
+        return CheckRunHealthResult(WorkerStatus.FAILED, f"the run host (pid {pid}) lost it")
+
+    @property
+    def supports_resume_run(self) -> bool:
+        return True
+
+    def resume_run(self, context: ResumeRunContext) -> None:
+        """Execute a hosted run whose host died again, in a new host (only hosted runs are found
+        unhealthy)."""
+        run = context.dagster_run
+        deployment = _launched(run)
+        if deployment is None or not self._start_in_host(run, deployment, resume=True):
+            msg = f"run {run.run_id}: no run host to resume it in"
+            raise RunHostUnavailableError(msg)
+
     def terminate(self, run_id: str) -> bool:
+        run = self._instance.get_run_by_id(run_id) if self.has_instance else None
+        if run is not None and RUN_HOST_TAG in run.tags and not run.is_finished:
+            # Its step watches the run's status and stops the deployment at a batch boundary.
+            self._instance.report_run_canceling(run)
+            return True
         try:
             return super().terminate(run_id)
         finally:
-            run = self._instance.get_run_by_id(run_id) if self.has_instance else None
             stop_untaken(None if run is None else _launched(run), run_id)
 
 
@@ -193,15 +276,17 @@ def start_early(
     )
 
 
-def stop_untaken(deployment: RunDeployment | None, run_id: str) -> None:
+def stop_untaken(deployment: RunDeployment | None, run_id: str, claimed: bool = False) -> None:
     """Stop the deployment this run's launch started if no step of the run has taken it over
-    (a step stops its own when its run is terminated); None: the run started none."""
+    (a step stops its own when its run is terminated); None: the run started none. With
+    ``claimed``, stop it even if a step took it over: for a run terminated while a new worker
+    of it was on its way (a resumed run), whose step will not come."""
     if deployment is None:
         return
     client = deployment.engine()
     try:
         view = client.deployment(deployment.id)
-        if view.get("run_id") == run_id and not view.get("claimed", True):
+        if view.get("run_id") == run_id and (claimed or not view.get("claimed", True)):
             client.stop(deployment.id)
     except KappaError as exc:
         log.info("%s: not stopped with run %s: %s", deployment.id, run_id, exc)

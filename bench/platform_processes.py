@@ -31,6 +31,8 @@ def _role(cmdline: list[str]) -> str:
         ("streaming engine", "engine"),
         ("pyspark.daemon", "spark-python"),
         ("pyspark.worker", "spark-python"),
+        # The one process executing every deployment's Dagster run (assets.run_host).
+        ("assets.run_host", "run-host"),
         ("dagster", "dagster"),
         # Dagster's run workers and step processes (spawned by the code server): per run.
         ("multiprocessing", "dagster-runs"),

@@ -19,6 +19,8 @@ LIVE_TAG = "kappa/live"
 # behind a limit it could not free, or a batch job (comparisons, promotions, quality suites,
 # retiring), of which the instance runs a few at a time (platform/dagster.yaml).
 KIND_TAG = "kappa/kind"
+# On a run the run host executes (assets.run_host): the pid of that host.
+RUN_HOST_TAG = "kappa/run_host"
 DEPLOYMENT_KIND = "deployment"
 BATCH_KIND = "batch"
 PARTITION_TAG = "dagster/partition"  # Dagster's own tag: the partition (here: version) of a run

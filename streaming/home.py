@@ -112,6 +112,18 @@ class Home:
         """Held while an engine starts, so two clients never start two engines."""
         return self.root / "run" / "engine.lock"
 
+    # -- the run host (assets.run_host) --------------------------------------------------------
+
+    @property
+    def run_host_address(self) -> Path:
+        """Where the run host listens, its pid and the key it asks for (private)."""
+        return self.root / "run" / "run-host.json"
+
+    @property
+    def run_host_lock(self) -> Path:
+        """Held while a run host starts, so two launchers never start two."""
+        return self.root / "run" / "run-host.lock"
+
     @property
     def dagster(self) -> Path:
         """``DAGSTER_HOME``: the Dagster instance's storage and its ``dagster.yaml``."""

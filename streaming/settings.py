@@ -66,6 +66,7 @@ _ENV = {
     "KAPPA_OWN_APPLICATION": "engine.own_application",
     "KAPPA_RETRY_DELAY_S": "dagster.retry_delay_s",
     "KAPPA_SENSOR_INTERVAL_S": "dagster.sensor_interval_s",
+    "KAPPA_RUN_HOST": "dagster.run_host",
     "KAPPA_RETENTION_HOURS": "versions.retention_hours",
     "KAPPA_QUALITY_AUTO": "quality.auto",
     "KAPPA_QUALITY_EVERY_S": "quality.every_s",
@@ -183,6 +184,10 @@ class DagsterSettings(_Frozen):
     # quality sensor for a running version whose suite is due. Dagster's daemon evaluates
     # sensors at most every 5 s, whatever is asked below that.
     sensor_interval_s: int = Field(default=10, ge=1)
+    # Streaming deployments' runs execute as threads of one process, the run host
+    # (assets.run_host), instead of a process each that loads the code location; false gives
+    # every run its own process, as Dagster's default launcher does.
+    run_host: bool = True
 
 
 class EngineSettings(_Frozen):

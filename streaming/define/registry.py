@@ -24,6 +24,12 @@ def registry(modules: Sequence[str]) -> dict[str, Pipeline]:
     return _cache[key]
 
 
+def forget_loaded() -> None:
+    """Forget the pipelines loaded so far: the next call imports their modules (for a process
+    that removed them from ``sys.modules`` because they changed on disk)."""
+    _cache.clear()
+
+
 def _load(modules: tuple[str, ...]) -> dict[str, Pipeline]:
     if not modules:
         msg = "no pipeline modules are configured: list them under pipelines (or KAPPA_PIPELINES)"

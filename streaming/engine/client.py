@@ -46,7 +46,7 @@ class EngineClient:
         self.timeout_s = timeout_s
 
     def address(self) -> EngineAddress:
-        address = read_address(self.home.engine_address)
+        address = read_address(self.home.engine_address, EngineAddress)
         if address is None:
             msg = f"no engine runs for {self.home} (start the platform: kappa up)"
             raise EngineUnavailableError(msg)
@@ -175,7 +175,7 @@ def ensure_engine(settings: Settings, timeout_s: float = 180.0) -> EngineClient:
 def stop_engine(home: Home, timeout_s: float = 90.0) -> bool:
     """Stop the home's engine: every deployment at a batch boundary, then the engine; its
     process group is killed if it has not exited by ``timeout_s``. False if none was running."""
-    address = read_address(home.engine_address)
+    address = read_address(home.engine_address, EngineAddress)
     if address is None or not pid_alive(address.pid):
         return False
     with contextlib.suppress(EngineUnavailableError, EngineRefusedError):

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from dagster_graphql import DagsterGraphQLClient
 
+from assets.run_host.client import stop_host
 from bench.support.broker import delete_topics
 from bench.support.settings import private_settings
 from kappa.broker import EmbeddedBroker
@@ -89,6 +90,7 @@ def running_platform(home: Path, broker: EmbeddedBroker, **overrides: object) ->
             wait_until(lambda: not api.active_runs(), timeout_s=40, interval_s=0.5)
         except Exception:
             pass
+        stop_host(settings.home)
         dagster.stop()
         # The deployments' runs started the engine: it outlives them, as under `kappa up`.
         stop_engine(settings.home)

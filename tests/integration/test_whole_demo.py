@@ -1,13 +1,16 @@
-"""The whole demo live at once on one engine, through Dagster, surviving the engine's SIGKILL.
+"""The whole demo live at once on one engine, through Dagster, surviving the SIGKILL of the
+engine and of the run host.
 
 Every demo pipeline is launched as a user launches it (a ``deploy_<pipeline>`` run on its
 version's partition), and a second version of ``transactions_enriched`` beside the first, while
 demo-like records arrive on every input topic. Once each deployment has committed, the engine's
-process group is killed with SIGKILL and the rest of the records are sent; with no action from
-the test, the runs (still ``STARTED``) bring the engine back and start their deployments again
-from their checkpoints. Then each table, at its last commit, equals its plain-Python reference
-at the offsets that commit records, exactly the late records are dead-lettered, and the
-published topics hold each change once for ``read_committed`` readers.
+process group is killed with SIGKILL and more records are sent; with no action from the test,
+the runs (still ``STARTED``) bring the engine back and start their deployments again from their
+checkpoints. Then the run host, the one process executing all 13 runs, is killed with SIGKILL
+and the last records are sent: Dagster's run monitoring resumes every run in a new host, whose
+steps take their deployments over. Then each table, at its last commit, equals its plain-Python
+reference at the offsets that commit records, exactly the late records are dead-lettered, and
+the published topics hold each change once for ``read_committed`` readers.
 """
 
 from __future__ import annotations
@@ -23,7 +26,9 @@ from functools import partial
 from typing import Any
 
 import pytest
+from dagster import DagsterEventType, DagsterInstance
 
+from assets.run_host.client import RunHostClient, RunHostUnavailableError
 from bench.support.producing import Out, clickstream_with_profiles, fraud_events, send, trade_events
 from bench.support.reference import (
     Stamped,
@@ -35,7 +40,7 @@ from bench.support.reference import (
 from streaming.define.registry import get_pipeline, pipeline_names
 from streaming.delta.table_reader import latest_commit, read_arrow
 from streaming.deployment import Deployment
-from streaming.engine.address import read_address
+from streaming.engine.address import EngineAddress, read_address
 from streaming.engine.client import EngineClient, EngineRefusedError, EngineUnavailableError
 from streaming.kafka.log import KafkaLog
 from streaming.kafka.offsets import from_spark
@@ -59,6 +64,7 @@ from tests.support.seed_references import (
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow(seconds=170)]
 
+ENGINE_EVENT = DagsterEventType.ENGINE_EVENT
 LAUNCH = {"trigger_interval": "1 second", "report_every_s": 2.0}
 ENRICHED = "transactions_enriched"
 STOCK_START_MS = 1_700_000_040_000
@@ -167,6 +173,28 @@ def _hosted(platform: Platform, runs: dict[tuple[str, str], str]) -> bool:
     return running == runs
 
 
+def _host_runs(platform: Platform) -> tuple[int, set[str]]:
+    """The run host's pid and the runs it executes ((0, none) when no host answers)."""
+    try:
+        pid, runs = RunHostClient(platform.settings.home).runs()
+    except RunHostUnavailableError:
+        return 0, set()
+    return pid, set(runs)
+
+
+def _executing_in(platform: Platform, run_ids: list[str], pid: int) -> bool:
+    """Whether every run says, in its event log, that the run host ``pid`` executes it."""
+    said = f"Executing in the run host (pid {pid}), resumed."
+    instance = DagsterInstance.from_config(str(platform.settings.home.dagster))
+    try:
+        return all(
+            any(e.message == said for e in instance.all_logs(run, of_type=ENGINE_EVENT))
+            for run in run_ids
+        )
+    finally:
+        instance.dispose()
+
+
 def _launch_all(platform: Platform, produced_by_test: list[Out]) -> dict[tuple[str, str], str]:
     """Every deployment's run, as a user materializing every table launches them. Two wait for
     what they need: a deployment reading a topic another one publishes, until that topic
@@ -203,6 +231,7 @@ def test_the_whole_demo_on_one_engine_resumes_after_a_sigkill_and_equals_the_ref
     with running_platform(tmp_path / "home", shared_broker) as platform:
         settings = platform.settings
         first, rest = _demo_records()
+        middle, last = rest[: len(rest) // 2], rest[len(rest) // 2 :]
         send(settings, first)
         runs = _launch_all(platform, first)
         assert len(runs) == len(pipeline_names(settings.pipelines)) + 1
@@ -217,7 +246,7 @@ def test_the_whole_demo_on_one_engine_resumes_after_a_sigkill_and_equals_the_ref
         assert live_version(settings.home, ENRICHED) == "v1"
 
         # The engine dies with everything in it: its JVM and Python workers are its group.
-        engine = read_address(settings.home.engine_address)
+        engine = read_address(settings.home.engine_address, EngineAddress)
         assert engine is not None
         assert wait_until(lambda: _hosted(platform, runs), timeout_s=60), (
             _in_engine(platform),
@@ -227,11 +256,11 @@ def test_the_whole_demo_on_one_engine_resumes_after_a_sigkill_and_equals_the_ref
         os.killpg(engine.pid, signal.SIGKILL)
         killed_at = time.monotonic()
         assert wait_until(lambda: not pid_alive(engine.pid), timeout_s=30)
-        send(settings, rest)
+        send(settings, middle)
 
         # The runs bring the engine back and start every deployment again, without a retry.
         def back() -> bool:
-            address = read_address(settings.home.engine_address)
+            address = read_address(settings.home.engine_address, EngineAddress)
             return address is not None and address.pid != engine.pid and _hosted(platform, runs)
 
         assert wait_until(back, timeout_s=240, interval_s=0.5), (
@@ -252,8 +281,34 @@ def test_the_whole_demo_on_one_engine_resumes_after_a_sigkill_and_equals_the_ref
             _engine_log(platform),
         )
         assert set(states().values()) == {"STARTED"}
-        engine_back = read_address(settings.home.engine_address)
+        engine_back = read_address(settings.home.engine_address, EngineAddress)
         assert engine_back is not None and engine_back.pid != engine.pid
+
+        # One process executes every deployment's run; it dies with all 13.
+        host_pid, hosted = _host_runs(platform)
+        assert set(runs.values()) <= hosted, (hosted, states())
+        os.kill(host_pid, signal.SIGKILL)
+        killed_at = time.monotonic()
+        assert wait_until(lambda: not pid_alive(host_pid), timeout_s=30)
+        send(settings, last)
+
+        def resumed() -> bool:
+            pid, hosted = _host_runs(platform)
+            return (
+                pid not in (0, host_pid)
+                and set(runs.values()) <= hosted
+                and _executing_in(platform, list(runs.values()), pid)
+            )
+
+        assert wait_until(resumed, timeout_s=240, interval_s=0.5), (_host_runs(platform), states())
+        print(f"run host SIGKILLed -> every run resumed in {time.monotonic() - killed_at:.1f} s")
+        assert wait_until(
+            lambda: all(_read_to_the_end(platform, *d) for d in deployments),
+            timeout_s=300,
+            interval_s=1,
+        ), ({d: _read_to_the_end(platform, *d) for d in deployments}, states())
+        assert set(states().values()) == {"STARTED"}
+        assert _hosted(platform, runs), _in_engine(platform)
 
         _check_tables(platform)
         _check_published(platform)
@@ -263,6 +318,7 @@ def test_the_whole_demo_on_one_engine_resumes_after_a_sigkill_and_equals_the_ref
         for run in runs.values():
             platform.client.terminate_run(run)
         assert wait_until(lambda: set(states().values()) == {"CANCELED"}, 180, 1.0), states()
+        assert not any(state == "running" for _, state, _ in _in_engine(platform))
 
 
 def _check_tables(platform: Platform) -> None:
