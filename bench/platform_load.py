@@ -10,7 +10,7 @@ engine, the tables checked against their reference, how long Ctrl-C takes and wh
 and how long the next `kappa up` takes to bring every deployment back. Results go to
 ``bench/results/platform-<time>.json``.
 
-    python -m bench.platform_load [--steady-s 180] [--rate 200]
+    python -m bench.platform_load [--steady-s 180] [--rate 200] [--no-run-host]
 """
 
 from __future__ import annotations
@@ -173,10 +173,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     home = Path(args.home)
     shutil.rmtree(home, ignore_errors=True)
     home.mkdir(parents=True)
-    settings = bench_settings(home)
+    settings = bench_settings(home, **{"dagster.run_host": args.run_host})
     names = pipeline_names(settings.pipelines)
     deployments = [(n, get_pipeline(settings.pipelines, n).version) for n in names] + [EXTRA]
     result: dict[str, Any] = {"deployments": [f"{n} {v}" for n, v in deployments]}
+    result["run_host"] = args.run_host
     result["load_before"] = os.getloadavg()[0]
     up = kappa_up(settings, args.rate, home / "kappa-up-1.log")
     api = DagsterApi(settings, timeout_s=5)
@@ -247,8 +248,10 @@ def report(result: dict[str, Any]) -> str:
             f"  {result.get('tables', {}).get(d, '')}"
         )
     firsts = [s for s in result["first_commit_s"].values() if s is not None]
+    hosted = "threads of one run host" if result.get("run_host", True) else "a process each"
     lines += [
         "",
+        f"deployments' Dagster runs: {hosted}",
         f"deployments committing: {len(firsts)}/{len(result['deployments'])}, the last "
         f"{_num(max(firsts, default=None))} s after the first launch (target <= 180); the "
         f"{len(result['deployments'])} launches took {_num(result.get('launch_s'))} s",
@@ -290,6 +293,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate", type=float, default=200.0)
     parser.add_argument("--steady-s", type=float, default=180.0)
     parser.add_argument("--first-commit-timeout-s", type=float, default=600.0)
+    # The baseline: every deployment's run in a process of its own (dagster.run_host false).
+    parser.add_argument("--no-run-host", dest="run_host", action="store_false")
     args = parser.parse_args(argv)
     result = run(args)
     result["measured_at"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
