@@ -63,6 +63,7 @@ from streaming.deployment import deployment_id
 from streaming.engine.address import read_address
 from streaming.engine.client import EngineClient
 from streaming.errors import KappaError
+from streaming.home import Home
 from streaming.processes import pid_alive
 from streaming.run.options import LaunchOptions
 from streaming.settings import Settings
@@ -80,6 +81,7 @@ ENGINE_CALL_S = 5.0
 # launched 4 at a time): the whole demo's 18 at once took the CPU from the engine's first batches
 # and from the launches still to come, whose queries do not wait for these processes.
 _PROCESS_STARTS = threading.BoundedSemaphore(4)
+_HOMES_KEPT = 1000
 
 
 @dataclass(frozen=True)
@@ -133,7 +135,11 @@ def deployed_pipeline(run: DagsterRun) -> str | None:
 
 class KappaRunLauncher(DefaultRunLauncher):
     """Dagster's default run launcher that launches a deployment's run in the background: its
-    query in the engine first, then the run's process."""
+    query in the engine first, then the run's worker."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._homes: dict[str, Home | None] = {}
 
     def launch_run(self, context: LaunchRunContext) -> None:
         if deployed_pipeline(context.dagster_run) is None:  # a batch run: launched as Dagster does
@@ -203,10 +209,9 @@ class KappaRunLauncher(DefaultRunLauncher):
         return True
 
     def check_run_worker_health(self, run: DagsterRun) -> CheckRunHealthResult:
-        deployment = _launched(run) if RUN_HOST_TAG in run.tags else None
-        if deployment is None:  # a process of its own: not checked, as by the default launcher
+        home = self._host_home(run)
+        if home is None:  # a process of its own: not checked, as by the default launcher
             return CheckRunHealthResult(WorkerStatus.RUNNING, "a process of its own, not checked")
-        home = deployment.settings.home
         try:
             pid, runs = RunHostClient(home, timeout_s=ENGINE_CALL_S).runs()
         except RunHostUnavailableError as exc:
@@ -217,6 +222,19 @@ class KappaRunLauncher(DefaultRunLauncher):
         if run.run_id in runs:
             return CheckRunHealthResult(WorkerStatus.RUNNING)
         return CheckRunHealthResult(WorkerStatus.FAILED, f"the run host (pid {pid}) lost it")
+
+    def _host_home(self, run: DagsterRun) -> Home | None:
+        """The platform home of a hosted run's host, None for a run in a process of its own.
+        Remembered per run: the monitoring asks every few seconds, and a run's config is
+        fixed."""
+        if RUN_HOST_TAG not in run.tags:
+            return None
+        if run.run_id not in self._homes:
+            if len(self._homes) > _HOMES_KEPT:  # runs long finished: forget them
+                self._homes.clear()
+            deployment = _launched(run)
+            self._homes[run.run_id] = None if deployment is None else deployment.settings.home
+        return self._homes[run.run_id]
 
     @property
     def supports_resume_run(self) -> bool:

@@ -140,8 +140,7 @@ class BrokerSettings(_Frozen):
 
 
 class ProducerSettings(_Frozen):
-    """How the demo producer batches: a record waits up to ``linger_ms`` (or until ``batch_bytes``
-    are collected)."""
+    """How the demo producer batches: a record waits ``linger_ms`` at most, or ``batch_bytes``."""
 
     linger_ms: int = Field(default=100, ge=0, le=60_000)
     batch_bytes: int = Field(default=1_000_000, ge=1_000, le=100_000_000)
@@ -180,14 +179,10 @@ class DagsterSettings(_Frozen):
     port: int = Field(default=3000, ge=1, le=65535)
     # The first delay before a crashed deployment is retried; each next one adds twice as much.
     retry_delay_s: float = Field(default=5.0, gt=0)
-    # How often the version sensors look for a new version or a caught-up candidate, and the
-    # quality sensor for a running version whose suite is due. Dagster's daemon evaluates
-    # sensors at most every 5 s, whatever is asked below that.
+    # How often the sensors look for a new version, a caught-up candidate or a suite that is
+    # due; Dagster's daemon evaluates sensors at most every 5 s, whatever is asked below that.
     sensor_interval_s: int = Field(default=10, ge=1)
-    # Streaming deployments' runs execute as threads of one process, the run host
-    # (assets.run_host), instead of a process each that loads the code location; false gives
-    # every run its own process, as Dagster's default launcher does.
-    run_host: bool = True
+    run_host: bool = True  # deployments' runs as threads of one run host (assets.run_host)
 
 
 class EngineSettings(_Frozen):

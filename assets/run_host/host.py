@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 
-from dagster import DagsterInstance, DagsterRunStatus
+from dagster import DagsterInstance, DagsterRun, DagsterRunStatus
 from dagster._core.events import EngineEventData
 from dagster._grpc.impl import core_execute_run
 from dagster._utils.hosted_user_process import recon_job_from_origin
@@ -127,24 +127,22 @@ class RunHost:
                 self._runs.pop(run_id, None)
 
     def _execute_run(self, run_id: str, resume: bool) -> None:
-        if self._ended_before_start(run_id):
+        run = self._runnable(run_id)
+        if run is None or run.job_code_origin is None:
             return
         with self._loading:
             changed = self._code.refresh()
             if changed:
                 log.info("user code changed on disk (%s): imported again", ", ".join(changed))
-            run = self.instance.get_run_by_id(run_id)
-            assert run is not None and run.job_code_origin is not None
             job = recon_job_from_origin(run.job_code_origin)
             try:
                 job.get_definition()
             except Exception:  # core_execute_run loads it again and reports why on the run
                 log.info("run %s: its job does not load", run_id)
             self._code.note()
-        if self._ended_before_start(run_id):  # terminated while it waited for its turn to load
+        run = self._runnable(run_id)  # it may have been terminated while it waited its turn
+        if run is None:
             return
-        run = self.instance.get_run_by_id(run_id)
-        assert run is not None
         self.instance.report_engine_event(
             f"Executing in the run host (pid {os.getpid()}){', resumed' if resume else ''}.",
             run,
@@ -155,16 +153,16 @@ class RunHost:
         ):
             pass
 
-    def _ended_before_start(self, run_id: str) -> bool:
-        """Whether the run must not execute: unknown, finished, or terminated before its step
-        started (then it ends CANCELED, and its deployment, which a previous worker of a
-        resumed run may have taken over, stops)."""
+    def _runnable(self, run_id: str) -> DagsterRun | None:
+        """The run, unless it must not execute: unknown, finished, or terminated before its step
+        started (then it ends CANCELED, and its deployment stops: a previous worker of a resumed
+        run may have taken it over)."""
         run = self.instance.get_run_by_id(run_id)
         if run is None or run.is_finished or run.job_code_origin is None:
             log.warning("run %s: not executed (unknown, finished or without code origin)", run_id)
-            return True
+            return None
         if run.status != DagsterRunStatus.CANCELING:
-            return False
+            return run
         stop_untaken(RunDeployment.of(run), run_id, claimed=True)
         self.instance.report_run_canceled(run, "Terminated before its step started.")
-        return True
+        return None
