@@ -21,7 +21,7 @@ import time
 from types import FrameType
 
 from kappa.broker import EmbeddedBroker
-from kappa.dagster_api import DagsterApi
+from kappa.dagster_api import ACTIVE_STATUSES, DagsterApi
 from kappa.log_check import EXIT_LOG_LOST, check_log_at_start
 from kappa.resume import remember_running, resume_at_start
 from streaming.define.registry import all_topics, published_topics
@@ -198,11 +198,14 @@ def _terminate_runs(settings: Settings, timeout_s: float = 40.0) -> None:
     try:
         active = api.active_runs()
         api.terminate([r.run_id for r in active], starting_wait_s=20.0)
-        if wait_until(lambda: not api.active_runs(), timeout_s=timeout_s, interval_s=0.5):
+        # Until each run has ended, not only been asked to: a step stopping its deployment at a
+        # batch boundary leaves its run CANCELING meanwhile.
+        ending = (*ACTIVE_STATUSES, "CANCELING")
+        if wait_until(lambda: not api.runs(ending), timeout_s=timeout_s, interval_s=0.5):
             return
         # A step still waiting for its deployment's batch boundary: the engine's shutdown, next,
-        # stops the deployment at one, and the run's process goes with the process tree.
-        late = [r.run_id for r in api.active_runs()]
+        # stops the deployment at one, and the run's worker goes with the process tree.
+        late = [r.run_id for r in api.runs(ending)]
         api.mark_canceled(late)
         print(
             f"{len(late)} run(s) had not ended {timeout_s:.0f} s after their termination; "

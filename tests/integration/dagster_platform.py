@@ -13,7 +13,7 @@ from assets.run_host.client import stop_host
 from bench.support.broker import delete_topics
 from bench.support.settings import private_settings
 from kappa.broker import EmbeddedBroker
-from kappa.dagster_api import DagsterApi
+from kappa.dagster_api import ACTIVE_STATUSES, DagsterApi
 from kappa.platform_up import dagster_dev
 from streaming.dagster_names import (
     PARTITION_TAG,
@@ -87,7 +87,8 @@ def running_platform(home: Path, broker: EmbeddedBroker, **overrides: object) ->
     finally:
         try:
             api.terminate([r.run_id for r in api.active_runs()])
-            wait_until(lambda: not api.active_runs(), timeout_s=40, interval_s=0.5)
+            ending = (*ACTIVE_STATUSES, "CANCELING")
+            wait_until(lambda: not api.runs(ending), timeout_s=40, interval_s=0.5)
         except Exception:
             pass
         stop_host(settings.home)
