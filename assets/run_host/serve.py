@@ -26,7 +26,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from dagster import DagsterInstance
+from dagster import DagsterEventType, DagsterInstance, DagsterRunStatus, EventLogEntry
+from dagster._core.events import EngineEventData
 from dagster._core.instance.ref import InstanceRef
 from dagster._serdes.config_class import ConfigurableClassData
 
@@ -60,6 +61,26 @@ class HostInstance(DagsterInstance):
 
     def get_yaml_python_handlers(self) -> list[logging.Handler]:
         return []
+
+    def should_store_event(self, event: EventLogEntry) -> bool:
+        """Not the failure of a run already marked canceled (``kappa up``'s Ctrl-C marks runs
+        whose steps are slow to stop): its step ends by raising, which Dagster reports as a
+        failure over the canceled status. A run's own process would have been killed instead;
+        here its end becomes an engine event and the run stays CANCELED."""
+        if not super().should_store_event(event):
+            return False
+        dagster_event = event.dagster_event
+        if dagster_event is None or dagster_event.event_type != DagsterEventType.RUN_FAILURE:
+            return True
+        run = self.get_run_by_id(event.run_id)
+        if run is None or run.status != DagsterRunStatus.CANCELED:
+            return True
+        self.report_engine_event(
+            f"The run had been marked canceled; its step ended after that: {event.message}",
+            run,
+            EngineEventData.in_process(os.getpid()),
+        )
+        return False
 
 
 def host_instance() -> DagsterInstance:

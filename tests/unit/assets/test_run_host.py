@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from dagster import DagsterInstance
+from dagster import DagsterEventType, DagsterInstance, DagsterRun, DagsterRunStatus
 from dagster._core.storage.noop_compute_log_manager import NoOpComputeLogManager
 
 from assets.run_host.client import HostAddress, RunHostClient, RunHostUnavailableError
@@ -73,6 +73,36 @@ def test_the_hosts_instance_captures_no_stdout_and_builds_no_yaml_log_handlers(
     )
     with pytest.raises(KappaError, match=r"set dagster\.run_host to false"):
         host_instance()
+
+
+def test_a_run_marked_canceled_stays_canceled_when_its_step_fails_after(tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
+    """Ctrl-C marks runs canceled whose steps are slow to stop; their hosted threads end later by
+    raising, which Dagster would report as the run's failure. A run not canceled still fails."""
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+    (tmp_path / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    instance = host_instance()
+    try:
+        canceled = instance.add_run(
+            DagsterRun(job_name="deploy_orders", run_id="canceled", status=DagsterRunStatus.STARTED)
+        )
+        failing = instance.add_run(
+            DagsterRun(job_name="deploy_orders", run_id="failing", status=DagsterRunStatus.STARTED)
+        )
+        instance.report_run_canceled(canceled, "marked canceled")
+        instance.report_run_failed(instance.get_run_by_id("canceled"), "step failed")  # type: ignore[arg-type]
+        instance.report_run_failed(failing, "step failed")
+
+        assert instance.get_run_by_id("canceled").status == DagsterRunStatus.CANCELED  # type: ignore[union-attr]
+        assert instance.get_run_by_id("failing").status == DagsterRunStatus.FAILURE  # type: ignore[union-attr]
+        types = [
+            e.dagster_event.event_type
+            for e in instance.all_logs("canceled")
+            if e.dagster_event is not None
+        ]
+        assert DagsterEventType.RUN_FAILURE not in types
+        assert types[-1] == DagsterEventType.ENGINE_EVENT
+    finally:
+        instance.dispose()
 
 
 @pytest.fixture
