@@ -13,6 +13,7 @@ from streaming.define.pipeline import Pipeline
 from streaming.settings import Settings
 from streaming.versions.change import VersionChange, change_from_live
 from streaming.versions.comparable import deployed_versions
+from streaming.versions.live_pointer import live_version
 from streaming.versions.overview import Overview, overview
 
 
@@ -78,6 +79,11 @@ def declared_change(
     """The declared version's change from the live one, with its costs at the replay rate the
     pipeline's deployed versions last reported (None: the declared version is live, or there is
     none). Raises KappaError when it cannot be told (e.g. the live version has no pin)."""
+    live = live_version(settings.home, pipeline.name)
+    if live is None or live == pipeline.version:
+        # Nothing changes: the reports the costs would be read from are not looked up (the
+        # sensor asks every tick for every pipeline).
+        return None
     rates = tuple(
         float(latest_health(instance, key, version).get("processed_rows_per_s") or 0.0)
         for version in deployed_versions(settings.home, pipeline.name)
