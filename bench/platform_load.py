@@ -173,11 +173,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     home = Path(args.home)
     shutil.rmtree(home, ignore_errors=True)
     home.mkdir(parents=True)
-    settings = bench_settings(home, **{"dagster.run_host": args.run_host})
+    settings = bench_settings(
+        home, **{"dagster.run_host": args.run_host, "quality.auto": args.quality}
+    )
     names = pipeline_names(settings.pipelines)
     deployments = [(n, get_pipeline(settings.pipelines, n).version) for n in names] + [EXTRA]
     result: dict[str, Any] = {"deployments": [f"{n} {v}" for n, v in deployments]}
     result["run_host"] = args.run_host
+    result["quality_auto"] = args.quality
     result["load_before"] = os.getloadavg()[0]
     up = kappa_up(settings, args.rate, home / "kappa-up-1.log")
     api = DagsterApi(settings, timeout_s=5)
@@ -251,7 +254,8 @@ def report(result: dict[str, Any]) -> str:
     hosted = "threads of one run host" if result.get("run_host", True) else "a process each"
     lines += [
         "",
-        f"deployments' Dagster runs: {hosted}",
+        f"deployments' Dagster runs: {hosted}; quality suites by themselves: "
+        f"{'on' if result.get('quality_auto', True) else 'off'}",
         f"deployments committing: {len(firsts)}/{len(result['deployments'])}, the last "
         f"{_num(max(firsts, default=None))} s after the first launch (target <= 180); the "
         f"{len(result['deployments'])} launches took {_num(result.get('launch_s'))} s",
@@ -295,6 +299,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--first-commit-timeout-s", type=float, default=600.0)
     # The baseline: every deployment's run in a process of its own (dagster.run_host false).
     parser.add_argument("--no-run-host", dest="run_host", action="store_false")
+    # What the quality sensor's suites cost the deployments: none run by themselves.
+    parser.add_argument("--no-quality", dest="quality", action="store_false")
     args = parser.parse_args(argv)
     result = run(args)
     result["measured_at"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())

@@ -20,12 +20,12 @@ from pyspark.sql import SparkSession
 
 from streaming.deployment import deployment_id
 from streaming.engine.pools import deployment_pool
-from streaming.errors import KappaError
+from streaming.errors import KappaError, RunError
 from streaming.run.job import exit_code
 from streaming.run.options import RunOptions
 from streaming.run.reporting import Snapshot
 from streaming.run.runner import PipelineRunner
-from streaming.run.startup import started_deployment
+from streaming.run.startup import StartedDeployment, started_deployment
 from streaming.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -39,6 +39,10 @@ FAILED = "failed"
 ENDED = (STOPPED, CAUGHT_UP, FAILED)
 # An unexpected exception, as a crashed process would exit: worth a retry.
 EXIT_CRASH = 1
+# Spark's words when a query's source process did not connect back within its fixed 10 s.
+SLOW_START = "Python worker failed to connect back"
+START_ATTEMPTS = 4
+START_RETRY_S = 2.0
 
 # Reports kept per deployment: a client that falls further behind reads from the oldest kept.
 KEPT_EVENTS = 500
@@ -191,22 +195,41 @@ class HostedDeployment:
                 # The query's thread inherits the pool of the thread that starts it.
                 context = self.spark.sparkContext
                 context.setLocalProperty("spark.scheduler.pool", deployment_pool(started.options))
-                runner = PipelineRunner(
-                    self.spark,
-                    started.pipeline,
-                    started.deployment,
-                    self.settings,
-                    started.options,
-                    self.events,
-                    stop=self._stop,
-                )
-                runner.run()
+                self._run_query(started)
             self._end(STOPPED if self._stop.is_set() else CAUGHT_UP, 0)
         except KappaError as exc:
             self._end(FAILED, exit_code(exc), str(exc))
         except Exception as exc:
             log.exception("deployment %s failed", self.id)
             self._end(FAILED, EXIT_CRASH, f"{type(exc).__name__}: {exc}")
+
+    def _run_query(self, started: StartedDeployment) -> None:
+        """Run the deployment's query; start it again from its checkpoint (exactly once) when it
+        failed only because its source's Python process was slow to start: Spark gives that
+        process 10 s, which a machine starting a dozen deployments at once can exceed."""
+        for attempt in range(1, START_ATTEMPTS + 1):
+            runner = PipelineRunner(
+                self.spark,
+                started.pipeline,
+                started.deployment,
+                self.settings,
+                started.options,
+                self.events,
+                stop=self._stop,
+            )
+            try:
+                runner.run()
+                return
+            except RunError as exc:
+                if attempt == START_ATTEMPTS or self._stop.is_set() or SLOW_START not in str(exc):
+                    raise
+                message = (
+                    f"{self.id}: {exc}; starting the query again from its checkpoint "
+                    f"(attempt {attempt + 1} of {START_ATTEMPTS})"
+                )
+                log.warning(message)
+                self.events.warning(message)
+                self._stop.wait(START_RETRY_S * attempt)
 
     def _end(self, state: str, code: int, error: str = "") -> None:
         self.error = error

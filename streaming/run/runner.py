@@ -179,6 +179,8 @@ class PipelineRunner:
         except BaseException:
             if query.isActive:
                 query.stop()
+            self._log.close()
+            self.writer.close()
             raise
         try:
             final = self._snapshot(query, started, STOPPED if self._stop.is_set() else CAUGHT_UP)
