@@ -176,15 +176,14 @@ class PipelineRunner:
                     self.reporter.progress(self._live_snapshot(query, started))
                     next_report = time.monotonic() + self.options.report_every_s
             _raise_failure(query)
+            final = self._snapshot(query, started, STOPPED if self._stop.is_set() else CAUGHT_UP)
         except BaseException:
             if query.isActive:
                 query.stop()
-            self._log.close()
-            self.writer.close()
             raise
-        try:
-            final = self._snapshot(query, started, STOPPED if self._stop.is_set() else CAUGHT_UP)
         finally:
+            # Failed or not: the engine starts a failed query again with a reader and writer
+            # of its own.
             self._log.close()
             self.writer.close()
         self.reporter.finished(final)
