@@ -1,9 +1,10 @@
-"""Running a list of checks on a Spark DataFrame with Great Expectations 1.x.
+"""Running a list of checks on a Spark or pandas DataFrame with Great Expectations 1.x.
 
 Each run uses its own context: an ephemeral one, or a file one under ``docs_dir`` when Data
-Docs are wanted. The DataFrame is registered as a Spark dataframe asset and validated as one
-whole-dataframe batch; GE's result is reduced to :class:`~quality.outcomes.ExpectationOutcome`
-values. Great Expectations is imported here lazily, so importing :mod:`quality` stays cheap.
+Docs are wanted. The DataFrame is registered as a dataframe asset of a Spark or a pandas data
+source and validated as one whole-dataframe batch; GE's result is reduced to
+:class:`~quality.outcomes.ExpectationOutcome` values. Great Expectations is imported here
+lazily, so importing :mod:`quality` stays cheap.
 """
 
 from __future__ import annotations
@@ -23,11 +24,15 @@ from quality.formatting import jsonable, show
 from quality.outcomes import ExpectationOutcome
 
 if TYPE_CHECKING:
+    import pandas as pd
     from great_expectations import ExpectationSuite
     from great_expectations.data_context import AbstractDataContext
     from pyspark.sql import DataFrame
 
+    Frame = DataFrame | pd.DataFrame
+
 DATASOURCE = "kappa_spark"
+PANDAS_DATASOURCE = "kappa_pandas"
 EXAMPLES = 5
 _FILE_PROJECT = threading.Lock()
 
@@ -81,7 +86,7 @@ class GxRun:
 
 
 def run_checks(
-    df: DataFrame,
+    df: Frame,
     checks: Sequence[Check],
     *,
     suite_name: str,
@@ -96,7 +101,8 @@ def run_checks(
     expectation on examples even when there are none to find.
 
     Args:
-        df: the data; cache it first when it is expensive, GE scans it several times.
+        df: the data, a Spark DataFrame (cache it first when it is expensive, GE scans it
+            several times) or a pandas one.
         checks: the expectations, in report order.
         suite_name: the GE suite (and asset) name; also names the Data Docs pages.
         key_column: a column whose values identify failing rows in the evidence, or the
@@ -115,7 +121,7 @@ def run_checks(
 
 
 def _checks(
-    df: DataFrame,
+    df: Frame,
     checks: Sequence[Check],
     suite_name: str,
     key_column: str | Sequence[str] | None,
@@ -179,7 +185,7 @@ def expectation_suite(name: str, checks: Sequence[Check]) -> ExpectationSuite:
 
 def _validate(
     context: Any,
-    df: DataFrame,
+    df: Frame,
     checks: Sequence[Check],
     suite_name: str,
     result_format: Mapping[str, Any],
@@ -188,7 +194,14 @@ def _validate(
     import great_expectations as gx
     from great_expectations.core.run_identifier import RunIdentifier
 
-    source = context.data_sources.add_or_update_spark(DATASOURCE)
+    # A validation definition names its data source's asset: one per source, so a file project
+    # that validated a table with one can validate it with the other.
+    if _is_pandas(df):
+        source = context.data_sources.add_or_update_pandas(PANDAS_DATASOURCE)
+        definition_name = f"{suite_name} (pandas)"
+    else:
+        source = context.data_sources.add_or_update_spark(DATASOURCE)
+        definition_name = suite_name
     asset = next((a for a in source.assets if a.name == suite_name), None)
     asset = asset or source.add_dataframe_asset(suite_name)
     batch = next((b for b in asset.batch_definitions if b.name == "whole"), None)
@@ -196,7 +209,7 @@ def _validate(
 
     suite = context.suites.add_or_update(expectation_suite(suite_name, checks))
     definition = context.validation_definitions.add_or_update(
-        gx.ValidationDefinition(name=suite_name, data=batch, suite=suite)
+        gx.ValidationDefinition(name=definition_name, data=batch, suite=suite)
     )
     run_id = RunIdentifier(run_name=suite_name, run_time=dt.datetime.now(dt.UTC))
     result = definition.run(
@@ -205,8 +218,12 @@ def _validate(
     return result, run_id
 
 
+def _is_pandas(df: Frame) -> bool:
+    return type(df).__module__.startswith("pandas.")
+
+
 def _outcomes(
-    result: Any, checks: Sequence[Check], keys: Sequence[str], df: DataFrame
+    result: Any, checks: Sequence[Check], keys: Sequence[str], df: Frame
 ) -> list[ExpectationOutcome]:
     by_name = {check.name: check for check in checks}
     present = set(df.columns)
@@ -277,7 +294,13 @@ def _outcome(
     if column is None and "column_list" in kwargs:
         column = ", ".join(kwargs["column_list"])
     result = res.result or {}
-    index_rows = result.get("partial_unexpected_index_list") or []
+    # pandas gives numpy scalars, which a composite key's JSON would spell as strings
+    index_rows = [
+        {k: v.item() if hasattr(v, "item") else v for k, v in row.items()}
+        if isinstance(row, Mapping)
+        else row
+        for row in result.get("partial_unexpected_index_list") or []
+    ]
     keys = tuple(
         show(row[key[0]]) if len(key) == 1 else key_text(row, key)
         for row in index_rows

@@ -70,6 +70,7 @@ _ENV = {
     "KAPPA_RETENTION_HOURS": "versions.retention_hours",
     "KAPPA_QUALITY_AUTO": "quality.auto",
     "KAPPA_QUALITY_EVERY_S": "quality.every_s",
+    "KAPPA_QUALITY_LOCAL_MAX_ROWS": "quality.local_max_rows",
     "KAPPA_CUTS_ENABLED": "cuts.enabled",
     "KAPPA_CUT_INTERVAL_S": "cuts.interval_s",
     "KAPPA_CUT_MAX_LAG_S": "cuts.max_lag_s",
@@ -218,12 +219,17 @@ class VersionSettings(_Frozen):
 
 
 class QualitySettings(_Frozen):
-    """Whether and how often ``quality_sensor`` runs each running version's suite by itself."""
+    """Whether and how often ``quality_sensor`` runs each running version's suite by itself, and
+    which tables a suite checks with pandas in its own process instead of on Spark."""
 
     # Off, a suite runs only when asked: the check's Execute in the UI or `kappa quality report
     # --run`.
     auto: bool = True
     every_s: float = Field(default=600.0, gt=0)
+    # A suite on Spark is dozens of small jobs that queue behind the deployments' batches; up to
+    # this many stored rows the snapshot is read into memory and checked with pandas instead
+    # (0: always on Spark).
+    local_max_rows: int = Field(default=200_000, ge=0)
 
 
 class CutSettings(_Frozen):

@@ -2,9 +2,11 @@
 
 A version's suite runs on its table's current snapshot: on demand from the UI ("Execute" on a
 partition), and on a cadence while the version runs (``quality_sensor``), as a check-only run of
-``quality_<pipeline>`` that completes. The suite runs in the engine, on the Spark application
-the deployments share (a suite costs no JVM of its own), unless the pipeline asks for an
-application of its own (``engine.own_application``). Results carry the GE numbers and a link to
+``quality_<pipeline>`` that completes. A table of up to ``quality.local_max_rows`` stored rows is
+checked with pandas in the check's own process, so it takes no task slot from the deployments; a
+larger one runs in the engine, on the Spark application the deployments share (a suite costs no
+JVM of its own), unless the pipeline asks for an application of its own
+(``engine.own_application``). Results carry the GE numbers and a link to
 the Data Docs page; the latest result of each version is kept for ``kappa quality report``.
 """
 
@@ -34,7 +36,7 @@ from streaming.dagster_names import BATCH_KIND, KIND_TAG, quality_job_name, tabl
 from streaming.define.pipeline import Pipeline
 from streaming.engine.client import EngineClient, ensure_engine
 from streaming.settings import Settings
-from streaming.table_quality import run_table_suite
+from streaming.table_quality import checks_locally, run_table_suite
 
 if TYPE_CHECKING:  # not exported by dagster itself
     from dagster._core.definitions.unresolved_asset_job_definition import (
@@ -64,7 +66,8 @@ def quality_check(key: AssetKey, pipeline: Pipeline) -> AssetChecksDefinition:
     ) -> AssetCheckResult:
         settings = kappa.load()
         with refusing():
-            if pipeline.name in settings.engine.own_application:
+            local = checks_locally(settings, pipeline, context.partition_key)
+            if local or pipeline.name in settings.engine.own_application:
                 deployment, result = run_table_suite(
                     settings,
                     pipeline,
@@ -76,6 +79,7 @@ def quality_check(key: AssetKey, pipeline: Pipeline) -> AssetChecksDefinition:
                 deployment_id, result = _suite_in_engine(settings, pipeline, context.partition_key)
         metadata = result.to_metadata()
         metadata["deployment"] = deployment_id
+        metadata["checked_with"] = "pandas" if local else "spark"
         if result.docs_page:
             metadata["data_docs"] = docs_link(result.docs_page)
         return AssetCheckResult(

@@ -44,6 +44,16 @@ def read_arrow(
     return _rows(open_table(where, version), columns)
 
 
+def stored_rows(table: DeltaTable) -> int | None:
+    """Rows in the snapshot's data files, from the log's file statistics: its live rows plus
+    those deletion vectors delete, so an upper bound of what reading it holds in memory. None
+    when a file was written without statistics."""
+    counts = pa.table(table.get_add_actions(flatten=True)).column("num_records")
+    if counts.null_count:
+        return None
+    return int(sum(counts.to_pylist()))
+
+
 def _rows(table: DeltaTable, columns: list[str] | None = None) -> pa.Table:
     schema = pa.schema(table.schema())
     if columns is not None:

@@ -29,7 +29,7 @@ def _kappa(settings, capsys, *args: str) -> tuple[int, str, str]:  # type: ignor
     return code, out.out, out.err
 
 
-def test_tables_history_quality_report_and_refusals(spark, settings, broker, capsys):
+def test_tables_history_quality_report_and_refusals(spark, settings, broker, capsys, monkeypatch):
     send(settings, customer_changes(500, seed=50))
     assert _kappa(settings, capsys, "run", "customers", "--until-caught-up")[0] == 0
     # the first deployment of a pipeline becomes its live version by itself
@@ -72,6 +72,12 @@ def test_tables_history_quality_report_and_refusals(spark, settings, broker, cap
     assert failing["result"] == "FAIL"
     assert failing["unexpected"] == "1"
     assert "zz-bad" in failing["examples"] or "XX" in failing["examples"], failing
+    # that small table was checked with pandas; on Spark (as a large one is) the report is the same
+    monkeypatch.setenv("KAPPA_QUALITY_LOCAL_MAX_ROWS", "0")
+    code, on_spark, _ = _kappa(settings, capsys, "quality", "report", "customers", "--run")
+    assert code == 0
+    assert table_with(on_spark, "check") == table_with(out, "check")
+    monkeypatch.delenv("KAPPA_QUALITY_LOCAL_MAX_ROWS")
 
     code, _, err = _kappa(settings, capsys, "retire", "customers", "v1")
     assert code == 2 and "is live" in err

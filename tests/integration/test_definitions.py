@@ -58,8 +58,12 @@ def test_stdlib_platform_module_is_not_shadowed():
 @pytest.mark.integration
 def test_materializing_a_table_runs_the_pipeline_and_reports_metadata(settings, broker, tmp_path):
     send(settings, customer_changes(2000, seed=12))
+    # the suite on the engine's executors, as for a table over quality.local_max_rows
+    on_spark = settings.model_copy(
+        update={"quality": settings.quality.model_copy(update={"local_max_rows": 0})}
+    )
     result = materialize_table(
-        settings, "customers", checks=("quality_suite",), raise_on_error=True
+        on_spark, "customers", checks=("quality_suite",), raise_on_error=True
     )
     assert result.success
     mat = result.asset_materializations_for_node("tables__customers")[-1]

@@ -1,10 +1,16 @@
-"""Per-table suites catch injected defects, with GE's numbers as evidence."""
+"""Per-table suites catch injected defects, with GE's numbers as evidence.
+
+Each defect is validated twice, as a Spark DataFrame (checked on Spark) and as the Arrow table
+of the same rows (checked with pandas in the test's process): the same assertions hold for both.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pyspark.sql import DataFrame, SparkSession
@@ -33,8 +39,18 @@ CUSTOMER_SPEND = CUSTOMER_SPEND_PIPELINE.quality_spec
 NULL_KEY_ROW = 17
 BAD_COUNTRIES = {3: "XX", 4_242: "usa", 9_999: "ZZ"}
 
+Form = Callable[[DataFrame], Any]
 
-def test_suite_catches_a_null_key_and_bad_country_codes(customers: DataFrame) -> None:
+
+@pytest.fixture(params=["spark", "arrow"])
+def form(request: pytest.FixtureRequest) -> Form:
+    """How the snapshot reaches the suite: a Spark DataFrame, or its rows as an Arrow table."""
+    if request.param == "spark":
+        return lambda df: df
+    return lambda df: df.toArrow()
+
+
+def test_suite_catches_a_null_key_and_bad_country_codes(customers: DataFrame, form: Form) -> None:
     country = F.col("country")
     for row, code in BAD_COUNTRIES.items():
         country = F.when(F.col("offset") == row, F.lit(code)).otherwise(country)
@@ -43,7 +59,7 @@ def test_suite_catches_a_null_key_and_bad_country_codes(customers: DataFrame) ->
         F.when(F.col("offset") == NULL_KEY_ROW, F.lit(None)).otherwise(F.col("customer_id")),
     )
 
-    result = validate_table(broken, CUSTOMERS, now_ms=NOW_MS)
+    result = validate_table(form(broken), CUSTOMERS, now_ms=NOW_MS)
 
     assert not result.success
     assert result.row_count == N_KEYS
@@ -71,13 +87,16 @@ def test_suite_catches_a_null_key_and_bad_country_codes(customers: DataFrame) ->
     assert all(isinstance(v, str | int | float | bool) for v in metadata.values())
 
 
-def test_clean_table_passes_and_builds_data_docs(customers: DataFrame, tmp_path: Path) -> None:
+def test_clean_table_passes_and_builds_data_docs(
+    customers: DataFrame, form: Form, tmp_path: Path
+) -> None:
     docs = tmp_path / "docs"
+    snapshot = form(customers)
 
     # Two suites at once into one new GE project, as the engine runs them for several runs.
     with ThreadPoolExecutor(2) as pool:
         result, other = pool.map(
-            lambda _: validate_table(customers, CUSTOMERS, now_ms=NOW_MS, docs_dir=docs), range(2)
+            lambda _: validate_table(snapshot, CUSTOMERS, now_ms=NOW_MS, docs_dir=docs), range(2)
         )
 
     assert result.success, result.failures
@@ -102,7 +121,7 @@ def not_in_future(spec: TableSpec) -> NotInFuture:
     return rule
 
 
-def test_time_rule_and_exact_decimal_type(spark: SparkSession) -> None:
+def test_time_rule_and_exact_decimal_type(spark: SparkSession, form: Form) -> None:
     late_row, too_late = 999, NOW_MS + not_in_future(CUSTOMER_SPEND).tolerance_ms + 1
     df = spark.range(1_000).selectExpr(
         "format_string('c%05d', id) AS customer_id",
@@ -111,7 +130,7 @@ def test_time_rule_and_exact_decimal_type(spark: SparkSession) -> None:
         f"if(id = {late_row}, {too_late}, 1700000000000 + id) AS last_txn_ts",
     )
 
-    result = validate_table(df, CUSTOMER_SPEND, now_ms=NOW_MS)
+    result = validate_table(form(df), CUSTOMER_SPEND, now_ms=NOW_MS)
 
     assert not result.success
     exact = result.outcome("spark_type(total_amount)")
@@ -149,7 +168,7 @@ def test_build_suite_gives_ge_the_spec() -> None:
 
 
 def test_a_composite_key_must_be_unique_as_a_whole_and_each_part_not_null(
-    spark: SparkSession,
+    spark: SparkSession, form: Form
 ) -> None:
     spec = SPEND_HOURLY.quality_spec  # derived from the plan: key (customer_id, window_start)
     rows = [
@@ -160,7 +179,7 @@ def test_a_composite_key_must_be_unique_as_a_whole_and_each_part_not_null(
         (None, 0, 1, Decimal("3.00"), Decimal("3.00")),
     ]
     schema = ", ".join(f"{c} {t}" for c, t in spec.schema.items())
-    result = validate_table(spark.createDataFrame(rows, schema), spec, now_ms=NOW_MS)
+    result = validate_table(form(spark.createDataFrame(rows, schema)), spec, now_ms=NOW_MS)
 
     assert not result.success
     unique = result.outcome("unique(customer_id, window_start)")
