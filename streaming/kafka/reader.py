@@ -12,18 +12,21 @@ import pyarrow as pa
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, Message, TopicPartition
 
 from streaming.errors import BrokerUnavailableError, DataLossError
-from streaming.kafka.log import consumer_config
+from streaming.kafka.consumer_pool import POOL, ConsumerPool
 from streaming.kafka.offsets import PartitionRange
 
 BATCH_ROWS = 20_000
 STALL_TIMEOUT_S = 60.0
 # How much one fetch asks for: large fetches keep a replay's round trips few. A fetch can take
 # several seconds on a loaded machine, so the socket timeout is librdkafka's default 60 s: a
-# timed-out fetch is retried from scratch and never makes progress.
+# timed-out fetch is retried from scratch and never makes progress. A range ends below the log's
+# end, so waiting at the end for more records (500 ms by default) never helps a read, and a
+# pooled consumer's next read would wait for that fetch before its own could go out.
 READ_FETCH = {
     "max.partition.fetch.bytes": str(8 << 20),
     "fetch.max.bytes": str(16 << 20),
     "socket.timeout.ms": "60000",
+    "fetch.wait.max.ms": "10",
 }
 
 _HEADER_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
@@ -55,9 +58,11 @@ def read_ranges(
     ranges: Sequence[PartitionRange],
     include_headers: bool = False,
     batch_rows: int = BATCH_ROWS,
+    pool: ConsumerPool = POOL,
 ) -> Iterator[pa.RecordBatch]:
     """Yield the records of every range (``[start, end)`` of its partition), nothing more or
-    less, through one consumer assigned to all of them, so their first fetches overlap.
+    less, through one consumer assigned to all of them, so their first fetches overlap. The
+    consumer comes from ``pool``, by default this process's (``streaming.kafka.consumer_pool``).
 
     Each record batch holds records of one partition, in offset order.
 
@@ -69,13 +74,10 @@ def read_ranges(
     if not todo:
         return
     schema = arrow_schema(include_headers)
-    consumer = Consumer(consumer_config(client, **READ_FETCH))
-    try:
+    with pool.lease(client, **READ_FETCH) as consumer:
         consumer.assign([TopicPartition(r.topic, r.partition, r.start) for r in todo])
         for rng, messages in _consume(consumer, todo, batch_rows):
             yield to_record_batch(messages, rng, schema, include_headers)
-    finally:
-        consumer.close()
 
 
 def _consume(

@@ -11,6 +11,7 @@ from confluent_kafka import Producer
 from bench.support.producing import Out, send
 from streaming.errors import DataLossError
 from streaming.kafka.admin import ensure_topics
+from streaming.kafka.consumer_pool import POOL
 from streaming.kafka.log import KafkaLog
 from streaming.kafka.offsets import PartitionRange
 from streaming.kafka.reader import read_ranges
@@ -262,3 +263,49 @@ def test_read_ranges_stops_at_each_end_and_reports_a_short_log(settings, broker)
         DataLossError, match=f"{topic}-0 ends at offset 1000 but the batch was planned up to 1050"
     ):
         list(read_ranges(client, beyond))
+
+
+def test_a_pooled_consumer_reads_each_range_exactly_whatever_it_read_before(settings, broker):
+    """Reads in one process share a consumer: one range after another on the same partitions,
+    backwards and forwards, each gives exactly its records; a read that fails or is abandoned
+    does not hand its consumer on."""
+    topic = f"t{uuid.uuid4().hex[:6]}"
+    send(
+        settings,
+        [
+            Out(topic, b"k", f"v{p}-{i}".encode(), partition=p)
+            for p in range(2)
+            for i in range(1000)
+        ],
+    )
+    client = settings.kafka.client_config()
+
+    def read(*ranges: tuple[int, int, int]) -> dict[int, list[bytes]]:
+        got: dict[int, list[bytes]] = {}
+        wanted = [PartitionRange(topic, p, start, end) for p, start, end in ranges]
+        for batch in read_ranges(client, wanted, batch_rows=64):
+            (partition,) = set(batch.column("partition").to_pylist())
+            got.setdefault(partition, []).extend(batch.column("value").to_pylist())
+        return got
+
+    def expected(*ranges: tuple[int, int, int]) -> dict[int, list[bytes]]:
+        return {p: [f"v{p}-{i}".encode() for i in range(start, end)] for p, start, end in ranges}
+
+    created = POOL.created
+    steps = [
+        [(0, 500, 700)],
+        [(0, 0, 100)],  # behind what the consumer fetched last
+        [(0, 100, 150), (1, 900, 1000)],
+        [(0, 600, 1000), (1, 0, 10)],  # a partition it paused at the end of its last range
+    ]
+    for ranges in steps:
+        assert read(*ranges) == expected(*ranges)
+    assert POOL.created == created + 1
+
+    abandoned = read_ranges(client, [PartitionRange(topic, 1, 0, 1000)], batch_rows=64)
+    next(abandoned)
+    abandoned.close()
+    with pytest.raises(DataLossError):
+        read((0, 990, 1050))
+    assert read((1, 10, 20)) == expected((1, 10, 20))
+    assert POOL.created == created + 3  # the abandoned read's consumer and the failed one's
