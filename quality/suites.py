@@ -133,10 +133,16 @@ def class_outcome(check: Check, actual: dict[str, str]) -> ExpectationOutcome:
     )
 
 
+def _is_arrow(data: DataFrame | pa.Table) -> bool:
+    import pyarrow as pa
+
+    return isinstance(data, pa.Table)
+
+
 def spark_types(data: DataFrame | pa.Table) -> dict[str, str]:
     """The Spark type of each column, ``simpleString`` by name (an Arrow table's as Spark reads
     it)."""
-    if hasattr(data, "to_pandas"):
+    if _is_arrow(data):
         from pyspark.sql.pandas.types import from_arrow_type
 
         return {f.name: from_arrow_type(f.type).simpleString() for f in data.schema}
@@ -166,7 +172,7 @@ def validate_table(
     now = int(time.time() * 1000) if now_ms is None else now_ms
     checks = table_checks(spec, now)
     actual = spark_types(data)
-    if hasattr(data, "to_pandas"):
+    if _is_arrow(data):
         # GE's pandas type check knows numpy dtypes, not Spark's classes: judge types on the
         # schema, which also holds for columns pandas widens (an integer column with nulls).
         values = [c for c in checks if c.expectation != TYPE_EXPECTATION]

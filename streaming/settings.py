@@ -29,15 +29,13 @@ from pydantic import (
 from streaming.dotted import get_dotted, set_dotted
 from streaming.errors import ConfigError
 from streaming.home import Home, as_home
+from streaming.redaction import MASK, is_secret_setting, redacted  # noqa: F401 (importable here too)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CONFIG_FILE = REPO_ROOT / "platform" / "kappa.yaml"
 RUN_ID_ENV = "KAPPA_RUN_ID"  # set for a deployment launched by a Dagster run
 CRASH_AT_ENV = "KAPPA_CRASH_AT"  # set by fault tests: streaming.run.crash_point
 
-# A setting whose name holds one of these is a secret: shown as MASK wherever settings are shown.
-_SECRET_MARKERS = ("password", "secret", "token", "key.pem", "private", "credential", "jaas")
-MASK = "***"
 _MODULE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 # Environment variables and the setting each one sets (besides KAPPA_KAFKA_<KEY>, a client
 # setting, and KAPPA_SPARK_CONF, Spark settings as JSON).
@@ -297,17 +295,6 @@ class Settings(_Frozen):
         for key, value in self.kafka.client.items():
             env["KAPPA_KAFKA_" + key.upper().replace(".", "_")] = value
         return env
-
-
-def is_secret_setting(name: str) -> bool:
-    """Whether a setting's name says its value is a secret (a password, key, token, ...)."""
-    lowered = name.lower()
-    return any(marker in lowered for marker in _SECRET_MARKERS)
-
-
-def redacted(values: Mapping[str, str]) -> dict[str, str]:
-    """``values`` with the value of every secret-looking setting masked."""
-    return {k: (MASK if is_secret_setting(k) else v) for k, v in values.items()}
 
 
 def launching_run_id(env: Mapping[str, str] | None = None) -> str | None:

@@ -70,16 +70,14 @@ class ConsumerPool:
             consumer.close()
 
     def _take(self, key: _Key) -> Consumer | None:
-        now = time.monotonic()
+        oldest = time.monotonic() - IDLE_S
+        stale: list[Consumer] = []
         with self._lock:
             if not self._mine():
                 self._pid, self._idle, self.created = os.getpid(), {}, 0
-            stale = [c for cs in self._idle.values() for c, since in cs if now - since > IDLE_S]
-            self._idle = {
-                k: kept
-                for k, cs in self._idle.items()
-                if (kept := [(c, since) for c, since in cs if now - since <= IDLE_S])
-            }
+            for kept in self._idle.values():
+                stale += [c for c, since in kept if since < oldest]
+                kept[:] = [(c, since) for c, since in kept if since >= oldest]
             idle = self._idle.get(key)
             taken = idle.pop()[0] if idle else None
         for consumer in stale:

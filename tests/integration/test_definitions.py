@@ -86,6 +86,7 @@ def test_materializing_a_table_runs_the_pipeline_and_reports_metadata(settings, 
     check_meta = {k: getattr(v, "value", v) for k, v in evaluation.metadata.items()}
     assert check_meta["row_count"] == len(expected)
     assert check_meta["expectations_failed"] == 0
+    assert check_meta["checked_with"] == "spark"
     assert Path(check_meta["data_docs_index"]).exists()
 
 

@@ -240,23 +240,35 @@ def test_small_batches_of_several_topics_are_read_in_one_task(spark, settings, b
     assert set(tasks) == {1}  # 8 partitions, but each batch under minPartitionRecords
 
 
-def test_read_ranges_stops_at_each_end_and_reports_a_short_log(settings, broker):
-    """Ranges end below the log's end (as in a live stream) or beyond it (lost records)."""
+def _numbered_topic(settings, partitions: int) -> str:  # type: ignore[no-untyped-def]
+    """A new topic whose partition ``p`` holds the values ``v<p>-<offset>`` at offsets 0-999."""
     topic = f"t{uuid.uuid4().hex[:6]}"
     send(
         settings,
         [
             Out(topic, b"k", f"v{p}-{i}".encode(), partition=p)
-            for p in range(4)
+            for p in range(partitions)
             for i in range(1000)
         ],
     )
+    return topic
+
+
+def _by_partition(batches, column: str) -> dict[int, list]:  # type: ignore[no-untyped-def]
+    """A column of the record batches ``read_ranges`` yields, by partition, in order."""
+    got: dict[int, list] = {}
+    for batch in batches:
+        (partition,) = set(batch.column("partition").to_pylist())
+        got.setdefault(partition, []).extend(batch.column(column).to_pylist())
+    return got
+
+
+def test_read_ranges_stops_at_each_end_and_reports_a_short_log(settings, broker):
+    """Ranges end below the log's end (as in a live stream) or beyond it (lost records)."""
+    topic = _numbered_topic(settings, 4)
     client = settings.kafka.client_config()
     ranges = [PartitionRange(topic, p, 100 * p, 100 * p + 250) for p in range(4)]
-    got: dict[int, list[int]] = {}
-    for batch in read_ranges(client, ranges, batch_rows=64):
-        (partition,) = set(batch.column("partition").to_pylist())
-        got.setdefault(partition, []).extend(batch.column("offset").to_pylist())
+    got = _by_partition(read_ranges(client, ranges, batch_rows=64), "offset")
     assert got == {p: list(range(100 * p, 100 * p + 250)) for p in range(4)}
     beyond = [PartitionRange(topic, 0, 990, 1050), PartitionRange(topic, 1, 900, 950)]
     with pytest.raises(
@@ -269,24 +281,12 @@ def test_a_pooled_consumer_reads_each_range_exactly_whatever_it_read_before(sett
     """Reads in one process share a consumer: one range after another on the same partitions,
     backwards and forwards, each gives exactly its records; a read that fails or is abandoned
     does not hand its consumer on."""
-    topic = f"t{uuid.uuid4().hex[:6]}"
-    send(
-        settings,
-        [
-            Out(topic, b"k", f"v{p}-{i}".encode(), partition=p)
-            for p in range(2)
-            for i in range(1000)
-        ],
-    )
+    topic = _numbered_topic(settings, 2)
     client = settings.kafka.client_config()
 
     def read(*ranges: tuple[int, int, int]) -> dict[int, list[bytes]]:
-        got: dict[int, list[bytes]] = {}
         wanted = [PartitionRange(topic, p, start, end) for p, start, end in ranges]
-        for batch in read_ranges(client, wanted, batch_rows=64):
-            (partition,) = set(batch.column("partition").to_pylist())
-            got.setdefault(partition, []).extend(batch.column("value").to_pylist())
-        return got
+        return _by_partition(read_ranges(client, wanted, batch_rows=64), "value")
 
     def expected(*ranges: tuple[int, int, int]) -> dict[int, list[bytes]]:
         return {p: [f"v{p}-{i}".encode() for i in range(start, end)] for p, start, end in ranges}

@@ -54,6 +54,7 @@ FOUNDATION = (
     "home",
     "jars",
     "processes",
+    "redaction",
     "settings",
     "wait",
 )
