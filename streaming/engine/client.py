@@ -52,9 +52,12 @@ class EngineClient:
             raise EngineUnavailableError(msg)
         return address
 
-    def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+    def _call(
+        self, method: str, path: str, body: dict[str, Any] | None = None, wait_s: float = 0.0
+    ) -> Any:
         address = self.address()
-        connection = http.client.HTTPConnection(address.host, address.port, timeout=self.timeout_s)
+        timeout_s = self.timeout_s + wait_s
+        connection = http.client.HTTPConnection(address.host, address.port, timeout=timeout_s)
         data = None if body is None else json.dumps(body).encode()
         headers = {"Authorization": f"Bearer {address.token}", "Content-Type": "application/json"}
         try:
@@ -100,8 +103,12 @@ class EngineClient:
             body["claim_within_s"] = claim_within_s
         return self._call("POST", "/deployments", body)
 
-    def deployment(self, deployment_id: str, since: int = 0) -> dict[str, Any]:
-        return self._call("GET", f"/deployments/{deployment_id}?since={since}")
+    def deployment(self, deployment_id: str, since: int = 0, wait_s: float = 0.0) -> dict[str, Any]:
+        """The deployment and its reports numbered ``since`` and later (``events``; ``next``:
+        the number to ask for next). With ``wait_s``, the engine answers as soon as there is a
+        report or a change of state, or after that many seconds (30 at most)."""
+        query = f"since={since}" + (f"&wait_s={wait_s:g}" if wait_s > 0 else "")
+        return self._call("GET", f"/deployments/{deployment_id}?{query}", wait_s=wait_s)
 
     def validate(self, pipeline: str, version: str) -> dict[str, Any]:
         """Run the pipeline's quality suite on the version's snapshot in the engine; the path

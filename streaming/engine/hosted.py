@@ -13,6 +13,7 @@ import logging
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,16 +57,33 @@ class EventLog:
     def __init__(self, kept: int = KEPT_EVENTS) -> None:
         self._events: deque[tuple[int, dict[str, Any]]] = deque(maxlen=kept)  # (number, event)
         self._next = 0
-        self._lock = threading.Lock()
+        self._changes = 0  # state changes of the deployment, which wake a waiting reader too
+        self._changed = threading.Condition()
 
     def _add(self, event: dict[str, Any]) -> None:
-        with self._lock:
+        with self._changed:
             self._events.append((self._next, event))
             self._next += 1
+            self._changed.notify_all()
 
-    def since(self, index: int) -> tuple[list[dict[str, Any]], int]:
-        """The events numbered ``index`` and later that are still kept, and the next number."""
-        with self._lock:
+    def touch(self) -> None:
+        """The deployment's state changed: wake the readers waiting for news."""
+        with self._changed:
+            self._changes += 1
+            self._changed.notify_all()
+
+    def since(
+        self, index: int, wait_s: float = 0.0, ended: Callable[[], bool] = lambda: False
+    ) -> tuple[list[dict[str, Any]], int]:
+        """The events numbered ``index`` and later that are still kept, and the next number.
+        With ``wait_s``, wait that long at most for one, a change of state, or ``ended``."""
+        with self._changed:
+            changes = self._changes
+
+            def news() -> bool:
+                return self._next > index or self._changes != changes or ended()
+
+            self._changed.wait_for(news, wait_s)
             return [e for n, e in self._events if n >= index], self._next
 
     def started(self, deployment: Any, options: Any, settings: Settings) -> None:
@@ -106,7 +124,7 @@ class HostedDeployment:
         self.settings = settings
         self.spark = spark
         self.events = EventLog()
-        self.state = STARTING
+        self._state = STARTING
         self.error = ""
         self.exit_code: int | None = None
         self.started_at = time.time()
@@ -120,6 +138,15 @@ class HostedDeployment:
     @property
     def id(self) -> str:
         return self.request.id
+
+    @property
+    def state(self) -> str:
+        return self._state
+
+    @state.setter
+    def state(self, state: str) -> None:
+        self._state = state
+        self.events.touch()
 
     @property
     def active(self) -> bool:
@@ -157,6 +184,7 @@ class HostedDeployment:
         if self.active:
             self.state = STOPPING
         self._stop.set()
+        self.events.touch()
 
     def join(self, timeout_s: float) -> bool:
         self._thread.join(timeout_s)

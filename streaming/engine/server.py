@@ -34,14 +34,19 @@ from streaming.run.options import RunOptions
 
 log = logging.getLogger(__name__)
 PREFIX = "/v1"
+# The longest a reader of a deployment's reports is kept waiting for one.
+MAX_WAIT_S = 30.0
 
 
-def deployment_view(hosted: HostedDeployment, since: int | None = None) -> dict[str, Any]:
-    view = hosted.describe()
+def deployment_view(
+    hosted: HostedDeployment, since: int | None = None, wait_s: float = 0.0
+) -> dict[str, Any]:
+    """What the deployment is; with ``since``, its reports from that number on, waiting up to
+    ``wait_s`` for one (or for a change of state) when there is none yet."""
     if since is not None:
-        events, following = hosted.events.since(since)
-        view.update(events=events, next=following)
-    return view
+        events, following = hosted.events.since(since, wait_s, lambda: not hosted.active)
+        return {**hosted.describe(), "events": events, "next": following}
+    return hosted.describe()
 
 
 def parse_request(body: dict[str, Any]) -> DeploymentRequest:
@@ -132,7 +137,8 @@ class _Handler(BaseHTTPRequestHandler):
             return [deployment_view(h) for h in engine.deployments()]
         if len(parts) == 2 and parts[0] == "deployments":
             since = int(query.get("since", ["0"])[0])
-            return deployment_view(engine.get(parts[1]), since)
+            wait_s = min(max(float(query.get("wait_s", ["0"])[0]), 0.0), MAX_WAIT_S)
+            return deployment_view(engine.get(parts[1]), since, wait_s)
         raise UnknownDeploymentError(f"no such resource: {self.path}")
 
     def _post(self, parts: list[str], query: dict[str, list[str]]) -> Any:

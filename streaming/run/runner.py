@@ -161,15 +161,15 @@ class PipelineRunner:
                 f"still {self.deployment.version}; bump VERSION to rebuild side by side"
             )
         next_report = time.monotonic() + self.options.report_every_s
+        # Each look at the query is a call into the JVM, so a continuous query, which a stop
+        # ends (the wait wakes at once), is looked at once a second; a run to the log's end
+        # returns soon after its last batch.
+        look_every_s = 0.25 if self.options.until_caught_up else 1.0
         try:
             while query.isActive:
-                if self._stop.is_set():
+                if self._stop.wait(look_every_s):
                     self._stop_gracefully(query)
                     break
-                try:
-                    query.awaitTermination(0.25)
-                except StreamingQueryException:
-                    break  # reported by _raise_failure below
                 if self.alignment is not None:
                     self.alignment.refresh()
                 if time.monotonic() >= next_report:
