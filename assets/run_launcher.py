@@ -29,6 +29,7 @@ from __future__ import annotations
 import logging
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,6 +83,9 @@ ENGINE_CALL_S = 5.0
 # and from the launches still to come, whose queries do not wait for these processes.
 _PROCESS_STARTS = threading.BoundedSemaphore(4)
 _HOMES_KEPT = 1000
+# Dagster's run monitoring checks every run in progress in one pass (every 2 s): the run host's
+# list of its runs, asked for once, answers the pass's checks of all of its runs.
+HOST_RUNS_FRESH_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -140,6 +144,7 @@ class KappaRunLauncher(DefaultRunLauncher):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._homes: dict[str, Home | None] = {}
+        self._host_runs: dict[Home, tuple[float, int, frozenset[str]]] = {}  # (asked at, pid, runs)
 
     def launch_run(self, context: LaunchRunContext) -> None:
         if deployed_pipeline(context.dagster_run) is None:  # a batch run: launched as Dagster does
@@ -213,7 +218,9 @@ class KappaRunLauncher(DefaultRunLauncher):
         if home is None:  # a process of its own: not checked, as by the default launcher
             return CheckRunHealthResult(WorkerStatus.RUNNING, "a process of its own, not checked")
         try:
-            pid, runs = RunHostClient(home, timeout_s=ENGINE_CALL_S).runs()
+            pid, runs = self._runs_in_host(home)
+            if run.run_id not in runs:  # perhaps started since: only a fresh answer fails it
+                pid, runs = self._runs_in_host(home, fresh=True)
         except RunHostUnavailableError as exc:
             address = read_address(home.run_host_address, HostAddress)
             if address is not None and pid_alive(address.pid):  # busy, not gone
@@ -222,6 +229,16 @@ class KappaRunLauncher(DefaultRunLauncher):
         if run.run_id in runs:
             return CheckRunHealthResult(WorkerStatus.RUNNING)
         return CheckRunHealthResult(WorkerStatus.FAILED, f"the run host (pid {pid}) lost it")
+
+    def _runs_in_host(self, home: Home, fresh: bool = False) -> tuple[int, frozenset[str]]:
+        """The run host's pid and runs, as it answered at most ``HOST_RUNS_FRESH_S`` ago (or
+        now, ``fresh``)."""
+        asked = self._host_runs.get(home)
+        if not fresh and asked is not None and time.monotonic() - asked[0] < HOST_RUNS_FRESH_S:
+            return asked[1], asked[2]
+        pid, runs = RunHostClient(home, timeout_s=ENGINE_CALL_S).runs()
+        self._host_runs[home] = (time.monotonic(), pid, frozenset(runs))
+        return pid, frozenset(runs)
 
     def _host_home(self, run: DagsterRun) -> Home | None:
         """The platform home of a hosted run's host, None for a run in a process of its own.
@@ -252,7 +269,8 @@ class KappaRunLauncher(DefaultRunLauncher):
     def terminate(self, run_id: str) -> bool:
         run = self._instance.get_run_by_id(run_id) if self.has_instance else None
         if run is not None and RUN_HOST_TAG in run.tags and not run.is_finished:
-            # Its step watches the run's status and stops the deployment at a batch boundary.
+            # Its process's watcher of terminations stops the deployment at a batch boundary
+            # (assets.run_terminations).
             self._instance.report_run_canceling(run)
             return True
         try:

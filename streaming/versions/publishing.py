@@ -5,15 +5,15 @@ run claims the pointer), so side-by-side versions never write into the same topi
 published position records the switch of the live pointer it was published under
 (:class:`Published`); the first batch a version publishes under a newer switch (it was promoted,
 or rolled back to) starts with a handover, which brings the topic to the version's whole table.
-A turn is taken while holding the live pointer (:func:`publishing_turn`), so a switch never
-lands inside a batch's publication, and a version that is no longer live sends nothing after
-it.
+The live version publishes a batch while holding the live pointer (:func:`publishing_turn`), so
+a switch never lands inside a batch's publication, and a version that is no longer live sends
+nothing after it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 
 from streaming.deployment import Deployment
@@ -48,10 +48,14 @@ class Turn:
 @contextmanager
 def publishing_turn(deployment: Deployment) -> Iterator[Turn | None]:
     """Hold the live pointer while ``deployment`` publishes a batch: its turn, or None when
-    another version is live (it publishes nothing)."""
-    with pointer_held(deployment.home, deployment.pipeline):
+    another version is live (it publishes nothing, and lets go of the pointer at once: a
+    candidate's batch would otherwise hold up the live version's, which wait for the pointer,
+    and a switch to it during this batch is handed over by its next one)."""
+    with ExitStack() as held:
+        held.enter_context(pointer_held(deployment.home, deployment.pipeline))
         live = read_live(deployment.home, deployment.pipeline)
         if live is not None and live.version != deployment.version:
+            held.close()
             yield None
         else:
             yield Turn(None if live is None else live.since)
