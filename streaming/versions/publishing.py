@@ -17,7 +17,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 
 from streaming.deployment import Deployment
-from streaming.versions.live_pointer import pointer_held, read_live
+from streaming.versions.live_pointer import Live, pointer_held, read_live
 
 
 @dataclass(frozen=True)
@@ -48,14 +48,22 @@ class Turn:
 @contextmanager
 def publishing_turn(deployment: Deployment) -> Iterator[Turn | None]:
     """Hold the live pointer while ``deployment`` publishes a batch: its turn, or None when
-    another version is live (it publishes nothing, and lets go of the pointer at once: a
-    candidate's batch would otherwise hold up the live version's, which wait for the pointer,
-    and a switch to it during this batch is handed over by its next one)."""
+    another version is live. Such a version publishes nothing and neither takes nor keeps the
+    pointer, so a candidate replaying beside the live version and the live version do not wait
+    for each other's batches; a switch to it during this batch is handed over by its next one."""
+    if _other_live(deployment):  # the pointer is replaced whole: readable without holding it
+        yield None
+        return
     with ExitStack() as held:
         held.enter_context(pointer_held(deployment.home, deployment.pipeline))
         live = read_live(deployment.home, deployment.pipeline)
-        if live is not None and live.version != deployment.version:
+        if _other_live(deployment, live):  # switched away since the first look
             held.close()
             yield None
         else:
             yield Turn(None if live is None else live.since)
+
+
+def _other_live(deployment: Deployment, live: Live | None = None) -> bool:
+    live = live or read_live(deployment.home, deployment.pipeline)
+    return live is not None and live.version != deployment.version

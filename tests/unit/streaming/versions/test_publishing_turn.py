@@ -40,12 +40,19 @@ def test_a_candidates_batch_holds_up_neither_the_live_version_nor_a_switch(tmp_p
     assert live_version(home, "orders") == "v2"
 
 
-def test_a_switch_waits_for_the_live_versions_batch(tmp_path):  # type: ignore[no-untyped-def]
+def test_a_switch_waits_for_the_live_versions_batch_and_a_candidate_does_not(tmp_path):  # type: ignore[no-untyped-def]
     home = Home(tmp_path)
     switch(home, "orders", "v1", "first deploy")
     live = Deployment("orders", "v1", home)
+    candidate = Deployment("orders", "v2", home)
+
+    def candidate_batch() -> None:
+        with publishing_turn(candidate) as turn:
+            assert turn is None
+
     with publishing_turn(live) as turn:
         assert turn is not None
+        assert _in_thread(candidate_batch).wait(10)  # the candidate does not wait for it
         switched = _in_thread(lambda: switch(home, "orders", "v2", "promote"))
         assert not switched.wait(0.5)  # held: the batch publishes under the switch it began with
         assert live_version(home, "orders") == "v1"
