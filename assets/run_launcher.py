@@ -236,9 +236,10 @@ class KappaRunLauncher(DefaultRunLauncher):
         asked = self._host_runs.get(home)
         if not fresh and asked is not None and time.monotonic() - asked[0] < HOST_RUNS_FRESH_S:
             return asked[1], asked[2]
-        pid, runs = RunHostClient(home, timeout_s=ENGINE_CALL_S).runs()
-        self._host_runs[home] = (time.monotonic(), pid, frozenset(runs))
-        return pid, frozenset(runs)
+        pid, listed = RunHostClient(home, timeout_s=ENGINE_CALL_S).runs()
+        runs = frozenset(listed)
+        self._host_runs[home] = (time.monotonic(), pid, runs)
+        return pid, runs
 
     def _host_home(self, run: DagsterRun) -> Home | None:
         """The platform home of a hosted run's host, None for a run in a process of its own.

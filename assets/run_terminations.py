@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 
 from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
@@ -78,8 +79,8 @@ class RunTerminations:
                 log.exception("run %s: the termination callback failed", run_id)
 
     def _read_until_empty(self) -> None:
-        stop = threading.Event()
-        while not stop.wait(self.read_every_s):
+        while True:
+            time.sleep(self.read_every_s)
             with self._lock:
                 if not self._callbacks:
                     self._thread = None

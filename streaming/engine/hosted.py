@@ -182,9 +182,8 @@ class HostedDeployment:
     def stop(self) -> None:
         """Ask the query to stop after the batch in flight (or before it starts)."""
         if self.active:
-            self.state = STOPPING
+            self.state = STOPPING  # which wakes the readers waiting for news
         self._stop.set()
-        self.events.touch()
 
     def join(self, timeout_s: float) -> bool:
         self._thread.join(timeout_s)

@@ -13,7 +13,7 @@ nothing after it.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from streaming.deployment import Deployment
@@ -48,22 +48,20 @@ class Turn:
 @contextmanager
 def publishing_turn(deployment: Deployment) -> Iterator[Turn | None]:
     """Hold the live pointer while ``deployment`` publishes a batch: its turn, or None when
-    another version is live. Such a version publishes nothing and neither takes nor keeps the
-    pointer, so a candidate replaying beside the live version and the live version do not wait
-    for each other's batches; a switch to it during this batch is handed over by its next one."""
-    if _other_live(deployment):  # the pointer is replaced whole: readable without holding it
+    another version is live. Such a version publishes nothing and does not take the pointer, so
+    a candidate replaying beside the live version and the live version do not wait for each
+    other's batches; a switch to it during this batch is handed over by its next one."""
+    # The pointer is replaced whole, so it is readable without holding it.
+    if _another_is_live(deployment, read_live(deployment.home, deployment.pipeline)):
         yield None
         return
-    with ExitStack() as held:
-        held.enter_context(pointer_held(deployment.home, deployment.pipeline))
-        live = read_live(deployment.home, deployment.pipeline)
-        if _other_live(deployment, live):  # switched away since the first look
-            held.close()
+    with pointer_held(deployment.home, deployment.pipeline):
+        live = read_live(deployment.home, deployment.pipeline)  # a switch may have come between
+        if _another_is_live(deployment, live):
             yield None
         else:
             yield Turn(None if live is None else live.since)
 
 
-def _other_live(deployment: Deployment, live: Live | None = None) -> bool:
-    live = live or read_live(deployment.home, deployment.pipeline)
+def _another_is_live(deployment: Deployment, live: Live | None) -> bool:
     return live is not None and live.version != deployment.version
