@@ -11,6 +11,7 @@ and how long the next `kappa up` takes to bring every deployment back. Results g
 ``bench/results/platform-<time>.json``.
 
     python -m bench.platform_load [--steady-s 180] [--rate 200] [--no-run-host]
+        [--set spark.master=local[4]] ...
 """
 
 from __future__ import annotations
@@ -174,13 +175,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     shutil.rmtree(home, ignore_errors=True)
     home.mkdir(parents=True)
     settings = bench_settings(
-        home, **{"dagster.run_host": args.run_host, "quality.auto": args.quality}
+        home, **{"dagster.run_host": args.run_host, "quality.auto": args.quality, **args.set}
     )
     names = pipeline_names(settings.pipelines)
     deployments = [(n, get_pipeline(settings.pipelines, n).version) for n in names] + [EXTRA]
     result: dict[str, Any] = {"deployments": [f"{n} {v}" for n, v in deployments]}
     result["run_host"] = args.run_host
     result["quality_auto"] = args.quality
+    result["settings_set"] = args.set
     result["load_before"] = os.getloadavg()[0]
     up = kappa_up(settings, args.rate, home / "kappa-up-1.log")
     api = DagsterApi(settings, timeout_s=5)
@@ -256,6 +258,8 @@ def report(result: dict[str, Any]) -> str:
         "",
         f"deployments' Dagster runs: {hosted}; quality suites by themselves: "
         f"{'on' if result.get('quality_auto', True) else 'off'}",
+        "settings set: "
+        + (", ".join(f"{k}={v}" for k, v in result.get("settings_set", {}).items()) or "none"),
         f"deployments committing: {len(firsts)}/{len(result['deployments'])}, the last "
         f"{_num(max(firsts, default=None))} s after the first launch (target <= 180); the "
         f"{len(result['deployments'])} launches took {_num(result.get('launch_s'))} s",
@@ -291,6 +295,13 @@ def _worst_p95(result: dict[str, Any]) -> float | None:
     return max(values, default=None)
 
 
+def _setting(item: str) -> tuple[str, str]:
+    name, sep, value = item.partition("=")
+    if not sep or not name:
+        raise SystemExit(f"--set {item!r}: give NAME=VALUE, e.g. spark.master=local[4]")
+    return name, value
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--home", default="/tmp/kappa-bench-platform")
@@ -301,7 +312,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-run-host", dest="run_host", action="store_false")
     # What the quality sensor's suites cost the deployments: none run by themselves.
     parser.add_argument("--no-quality", dest="quality", action="store_false")
+    # An A/B of a setting: a dotted name of kappa.yaml and its value, repeatable.
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
     args = parser.parse_args(argv)
+    args.set = dict(_setting(item) for item in args.set)
     result = run(args)
     result["measured_at"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     result["cpus"] = os.cpu_count()
