@@ -52,7 +52,8 @@ bench-peers: env
 	.venv/bin/python -m bench.peers $(ARGS)
 
 # The whole demo live at once on one engine from `kappa up` (bench/platform_load.py): time to
-# first commit, lag, load, memory, Ctrl-C and the next start's resume.
+# first commit, lag, load, memory, Ctrl-C and the next start's resume. An A/B of a setting:
+# make bench-platform ARGS="--set spark.master=local[4]".
 bench-platform: env
 	.venv/bin/python -m bench.platform_load $(ARGS)
 
