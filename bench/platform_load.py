@@ -170,19 +170,24 @@ def ctrl_c(up: ManagedProcess, home: str) -> tuple[float, list[str]]:
     return took, [f"{m.role}:{m.pid}" for m in members(home)]
 
 
+def run_settings(args: argparse.Namespace) -> Settings:
+    """The run's settings: the options' and every ``--set`` on the benchmark's home. A bad name
+    or value fails here, before the home is emptied."""
+    overrides = {"dagster.run_host": args.run_host, "quality.auto": args.quality}
+    return bench_settings(Path(args.home), **overrides, **dict(args.set))
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    settings = run_settings(args)
     home = Path(args.home)
     shutil.rmtree(home, ignore_errors=True)
     home.mkdir(parents=True)
-    settings = bench_settings(
-        home, **{"dagster.run_host": args.run_host, "quality.auto": args.quality, **args.set}
-    )
     names = pipeline_names(settings.pipelines)
     deployments = [(n, get_pipeline(settings.pipelines, n).version) for n in names] + [EXTRA]
     result: dict[str, Any] = {"deployments": [f"{n} {v}" for n, v in deployments]}
     result["run_host"] = args.run_host
     result["quality_auto"] = args.quality
-    result["settings_set"] = args.set
+    result["settings_set"] = dict(args.set)
     result["load_before"] = os.getloadavg()[0]
     up = kappa_up(settings, args.rate, home / "kappa-up-1.log")
     api = DagsterApi(settings, timeout_s=5)
@@ -302,7 +307,7 @@ def _setting(item: str) -> tuple[str, str]:
     return name, value
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--home", default="/tmp/kappa-bench-platform")
     parser.add_argument("--rate", type=float, default=200.0)
@@ -313,9 +318,12 @@ def main(argv: list[str] | None = None) -> int:
     # What the quality sensor's suites cost the deployments: none run by themselves.
     parser.add_argument("--no-quality", dest="quality", action="store_false")
     # An A/B of a setting: a dotted name of kappa.yaml and its value, repeatable.
-    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
-    args = parser.parse_args(argv)
-    args.set = dict(_setting(item) for item in args.set)
+    parser.add_argument("--set", action="append", default=[], type=_setting, metavar="NAME=VALUE")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     result = run(args)
     result["measured_at"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     result["cpus"] = os.cpu_count()

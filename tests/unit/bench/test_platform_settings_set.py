@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.platform_load import _setting, bench_settings
+from bench.platform_load import _setting, parse_args, run_settings
 
 
 def test_a_setting_is_split_at_its_first_equals_sign() -> None:
@@ -22,6 +22,7 @@ def test_a_setting_without_name_or_value_says_what_to_write(item: str) -> None:
 
 
 def test_the_setting_reaches_the_runs_settings(tmp_path: Path) -> None:
-    settings = bench_settings(tmp_path / "home", **dict([_setting("spark.master=local[4]")]))
+    args = parse_args(["--home", str(tmp_path / "home"), "--set", "spark.master=local[4]"])
+    settings = run_settings(args)
     assert settings.spark.master == "local[4]"
     assert settings.home.root == tmp_path / "home"
